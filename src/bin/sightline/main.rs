@@ -1,0 +1,229 @@
+//! `sightline`: the command-line tool.
+
+mod picture;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use glam::Vec3;
+use sightline::scene::{self, procedural, LoadOptions, UpAxis};
+use sightline::viewshed::{viewshed, CellState, ViewshedParams};
+use sightline::{Engine, Mask, Scene, Segment};
+use std::io::{BufRead, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "sightline", version, about = "GPU line-of-sight for tactical AI")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BackendArg {
+    /// The GPU if an adapter exists, else the CPU.
+    Auto,
+    Gpu,
+    Cpu,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum MaskArg {
+    /// Concealment: everything that blocks sight.
+    Sight,
+    /// Cover: everything that blocks fire.
+    Fire,
+}
+
+#[derive(clap::Args)]
+struct SceneArgs {
+    /// A built-in scene (rock, village, sniper, urban) or a mesh file (.obj, .gltf, .glb).
+    #[arg(long, default_value = "village")]
+    scene: String,
+    /// Seed of a built-in scene.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Size knob of a built-in scene (triangles grow with its square).
+    #[arg(long, default_value_t = 1)]
+    detail: u32,
+    /// The mesh file is Z-up (converted to the engine's +Y up).
+    #[arg(long)]
+    z_up: bool,
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    backend: BackendArg,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Trace segments from a CSV file (x0,y0,z0,x1,y1,z1 per line); write hit,distance,triangle.
+    Trace {
+        #[command(flatten)]
+        scene: SceneArgs,
+        #[arg(long)]
+        segments: PathBuf,
+        #[arg(long, value_enum, default_value_t = MaskArg::Sight)]
+        mask: MaskArg,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// The ground cells (0.25 m) an observer's eye sees, as a top-down picture.
+    Viewshed {
+        #[command(flatten)]
+        scene: SceneArgs,
+        /// Eye position X,Y,Z in metres (default: the built-in scene's suggested observer).
+        #[arg(long, value_parser = parse_vec3, allow_hyphen_values = true)]
+        observer: Option<Vec3>,
+        /// Cell size in metres.
+        #[arg(long, default_value_t = 0.25)]
+        cell: f32,
+        #[arg(long)]
+        png: Option<PathBuf>,
+    },
+}
+
+fn parse_vec3(s: &str) -> Result<Vec3, String> {
+    let v: Vec<f32> = s
+        .split(',')
+        .map(|p| p.trim().parse::<f32>().map_err(|e| format!("'{p}': {e}")))
+        .collect::<Result<_, _>>()?;
+    match v[..] {
+        [x, y, z] if v.iter().all(|c| c.is_finite()) => Ok(Vec3::new(x, y, z)),
+        _ => Err(format!("expected three finite numbers X,Y,Z, got '{s}'")),
+    }
+}
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+type AnyResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+fn load_scene(a: &SceneArgs) -> AnyResult<Scene> {
+    if let Some(s) = procedural::by_name(&a.scene, a.seed, a.detail) {
+        return Ok(s);
+    }
+    if !Path::new(&a.scene).exists() {
+        return Err(format!(
+            "'{}' is neither a built-in scene ({}) nor an existing file",
+            a.scene,
+            procedural::NAMES.join(", ")
+        )
+        .into());
+    }
+    let opts = LoadOptions { up: if a.z_up { UpAxis::Z } else { UpAxis::Y }, ..Default::default() };
+    let (scene, report) = scene::load(&a.scene, &opts)?;
+    eprintln!("{report}");
+    Ok(scene)
+}
+
+fn engine(b: BackendArg) -> AnyResult<Engine> {
+    let e = match b {
+        BackendArg::Auto => Engine::headless(),
+        BackendArg::Gpu => Engine::headless_gpu(Default::default())?,
+        BackendArg::Cpu => Engine::cpu(),
+    };
+    eprintln!("backend: {:?}{}", e.backend(), e.adapter_name().map(|n| format!(" on {n}")).unwrap_or_default());
+    Ok(e)
+}
+
+fn run(cli: Cli) -> AnyResult<()> {
+    match cli.command {
+        Command::Trace { scene, segments, mask, out } => {
+            let segs = read_segments(&segments)?;
+            let s = load_scene(&scene)?;
+            let e = engine(scene.backend)?;
+            let mask = match mask {
+                MaskArg::Sight => Mask::SIGHT,
+                MaskArg::Fire => Mask::FIRE,
+            };
+            let t = std::time::Instant::now();
+            // The first hit between the ends: a closest-hit ray bounded at the segment's end.
+            let rays: Vec<_> = segs
+                .iter()
+                .map(|s| sightline::Ray::new(s.start(), s.end() - s.start(), 1.0))
+                .collect();
+            let hits = e.closest_hit(&s, &rays, mask)?;
+            let secs = t.elapsed().as_secs_f64();
+            let mut w = BufWriter::new(std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?);
+            writeln!(w, "hit,distance,triangle")?;
+            for (h, seg) in hits.iter().zip(&segs) {
+                match h {
+                    Some(h) => writeln!(w, "1,{},{}", h.t * seg.length(), h.triangle)?,
+                    None => writeln!(w, "0,,")?,
+                }
+            }
+            w.flush()?;
+            let blocked = hits.iter().filter(|h| h.is_some()).count();
+            eprintln!(
+                "{} segments, {blocked} blocked, in {:.3} s ({:.2} M rays/s) -> {}",
+                segs.len(),
+                secs,
+                segs.len() as f64 / secs.max(1e-9) / 1e6,
+                out.display()
+            );
+            Ok(())
+        }
+        Command::Viewshed { scene, observer, cell, png } => {
+            let observer = match observer.or_else(|| procedural::default_observer(&scene.scene)) {
+                Some(o) => o,
+                None => return Err("give --observer X,Y,Z (metres) for a mesh file".into()),
+            };
+            let s = load_scene(&scene)?;
+            let e = engine(scene.backend)?;
+            let params = ViewshedParams { cell, ..Default::default() };
+            let v = viewshed(&e, &s, observer, &params)?;
+            println!(
+                "viewshed from {observer}: {} x {} cells of {cell} m, {} ground cells, {} visible, {} hidden; \
+                 {} rays in {:.3} s ({:.2} M rays/s)",
+                v.width,
+                v.height,
+                v.state.iter().filter(|c| matches!(c, CellState::Visible | CellState::Hidden)).count(),
+                v.count(CellState::Visible),
+                v.count(CellState::Hidden),
+                v.rays,
+                v.elapsed.as_secs_f64(),
+                v.rays_per_second() / 1e6
+            );
+            if let Some(path) = png {
+                picture::viewshed_png(&v).save(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                println!("wrote {}", path.display());
+            }
+            Ok(())
+        }
+    }
+}
+
+fn read_segments(path: &Path) -> AnyResult<Vec<Segment>> {
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut segs = Vec::new();
+    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line?;
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let v: Result<Vec<f32>, _> = t.split(',').map(|p| p.trim().parse::<f32>()).collect();
+        match v {
+            Ok(v) if v.len() == 6 && v.iter().all(|c| c.is_finite()) => {
+                segs.push(Segment::new(Vec3::new(v[0], v[1], v[2]), Vec3::new(v[3], v[4], v[5])))
+            }
+            // A header line is allowed as the first line.
+            Err(_) if segs.is_empty() && n == 0 && t.chars().any(|c| c.is_ascii_alphabetic()) => {}
+            _ => {
+                return Err(format!(
+                    "{}:{}: expected six finite numbers x0,y0,z0,x1,y1,z1, got '{t}'",
+                    path.display(),
+                    n + 1
+                )
+                .into())
+            }
+        }
+    }
+    Ok(segs)
+}

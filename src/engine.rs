@@ -1,0 +1,186 @@
+//! `Engine`: one entry point over both backends.
+
+use crate::gpu::{GpuTracer, TracePass};
+use crate::scene::{Mask, Scene};
+use crate::trace::{self, cpu, Hit, HitRecord, Occlusion, Ray, Segment};
+use crate::{Error, Result};
+use std::sync::{Arc, Mutex};
+
+/// Which backend an engine runs its kernels on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// WGSL compute kernels through wgpu.
+    Gpu,
+    /// The CPU twins, parallel with rayon.
+    Cpu,
+}
+
+/// Engine settings.
+#[derive(Clone, Debug, Default)]
+pub struct EngineOptions {
+    /// Caps the bytes of one storage binding below the device's limit. Scenes and batches larger
+    /// than this are split (tests use it to force splitting on small inputs).
+    pub max_binding_bytes: Option<u64>,
+}
+
+/// Batched visibility queries over a [`Scene`], on the GPU or the CPU.
+pub struct Engine {
+    gpu: Option<GpuTracer>,
+    adapter: Option<String>,
+}
+
+impl Engine {
+    /// The CPU backend.
+    #[must_use]
+    pub fn cpu() -> Engine {
+        Engine { gpu: None, adapter: None }
+    }
+
+    /// Features the engine needs on a caller's device (none beyond WebGPU's defaults).
+    #[must_use]
+    pub fn required_features() -> wgpu::Features {
+        wgpu::Features::empty()
+    }
+
+    /// Limits to request when creating a device for the engine: WebGPU's defaults, raised to
+    /// the adapter's storage-binding and buffer sizes so large scenes stay in one chunk.
+    #[must_use]
+    pub fn required_limits(adapter_limits: &wgpu::Limits) -> wgpu::Limits {
+        wgpu::Limits {
+            max_storage_buffer_binding_size: adapter_limits.max_storage_buffer_binding_size,
+            max_buffer_size: adapter_limits.max_buffer_size,
+            ..wgpu::Limits::default()
+        }
+    }
+
+    /// Shares a caller's device and queue (a renderer's). Nothing is created beyond the
+    /// engine's pipelines and buffers; the device's error and device-lost handlers stay the
+    /// caller's.
+    pub fn new(device: &wgpu::Device, queue: &wgpu::Queue, options: EngineOptions) -> Result<Engine> {
+        let lost = Arc::new(Mutex::new(None));
+        Ok(Engine {
+            gpu: Some(GpuTracer::new(device, queue, options.max_binding_bytes, lost)?),
+            adapter: None,
+        })
+    }
+
+    /// A headless GPU engine on its own device, or the CPU backend when no adapter exists (one
+    /// log line says how to get one). Honours `WGPU_BACKEND` and `WGPU_ADAPTER_NAME`.
+    #[must_use]
+    pub fn headless() -> Engine {
+        match Self::headless_gpu(EngineOptions::default()) {
+            Ok(e) => e,
+            Err(e) => {
+                log::warn!("{e}; falling back to the CPU backend");
+                Self::cpu()
+            }
+        }
+    }
+
+    /// A headless GPU engine, or an error (never the CPU fallback).
+    pub fn headless_gpu(options: EngineOptions) -> Result<Engine> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = pollster::block_on(pick_adapter(&instance))?;
+        let info = adapter.get_info();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("sightline"),
+            required_features: Self::required_features(),
+            required_limits: Self::required_limits(&adapter.limits()),
+            ..Default::default()
+        }))
+        .map_err(|e| Error::RequestDevice(e.to_string()))?;
+        let lost = Arc::new(Mutex::new(None));
+        let flag = lost.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            *flag.lock().unwrap() = Some(format!("{reason:?}: {message}"));
+        });
+        // We own this device: report stray errors in the log instead of wgpu's default panic.
+        device.on_uncaptured_error(Arc::new(|e| log::error!("wgpu: {e}")));
+        let gpu = GpuTracer::new(&device, &queue, options.max_binding_bytes, lost)?;
+        log::info!("GPU backend on {} ({:?})", info.name, info.backend);
+        Ok(Engine {
+            gpu: Some(gpu),
+            adapter: Some(format!("{} ({:?}, {:?})", info.name, info.backend, info.device_type)),
+        })
+    }
+
+    #[must_use]
+    pub fn backend(&self) -> Backend {
+        if self.gpu.is_some() {
+            Backend::Gpu
+        } else {
+            Backend::Cpu
+        }
+    }
+
+    /// Adapter name for headless engines (for logs and benchmark reports).
+    #[must_use]
+    pub fn adapter_name(&self) -> Option<&str> {
+        self.adapter.as_deref()
+    }
+
+    /// The GPU backend, for encoding passes into a caller's command encoder.
+    #[must_use]
+    pub fn gpu(&self) -> Option<&GpuTracer> {
+        self.gpu.as_ref()
+    }
+
+    /// One bit per segment: set when a triangle matching `mask` lies strictly between its ends.
+    pub fn occluded(&self, scene: &Scene, segments: &[Segment], mask: Mask) -> Result<Occlusion> {
+        trace::validate_segments(segments)?;
+        match &self.gpu {
+            None => Ok(cpu::occluded(&scene.tiers(), segments, mask.bits())),
+            Some(gpu) => {
+                let pass = gpu.prepare_occluded(scene, segments, mask.bits())?;
+                gpu.run(&pass)?;
+                pass.read_occlusion(gpu)
+            }
+        }
+    }
+
+    /// The closest hit per ray (`None` where nothing matching `mask` is hit before `t_max`).
+    pub fn closest_hit(&self, scene: &Scene, rays: &[Ray], mask: Mask) -> Result<Vec<Option<Hit>>> {
+        Ok(self
+            .closest_hit_records(scene, rays, mask)?
+            .iter()
+            .map(HitRecord::to_hit)
+            .collect())
+    }
+
+    /// [`Engine::closest_hit`] as raw records, exactly as the kernels write them.
+    pub fn closest_hit_records(&self, scene: &Scene, rays: &[Ray], mask: Mask) -> Result<Vec<HitRecord>> {
+        trace::validate_rays(rays)?;
+        match &self.gpu {
+            None => Ok(cpu::closest_hit(&scene.tiers(), rays, mask.bits())),
+            Some(gpu) => {
+                let pass: TracePass = gpu.prepare_closest_hit(scene, rays, mask.bits())?;
+                gpu.run(&pass)?;
+                pass.read_hits(gpu)
+            }
+        }
+    }
+}
+
+async fn pick_adapter(instance: &wgpu::Instance) -> Result<wgpu::Adapter> {
+    if let Ok(name) = std::env::var("WGPU_ADAPTER_NAME") {
+        let want = name.to_lowercase();
+        let adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
+        let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+        return adapters
+            .into_iter()
+            .find(|a| a.get_info().name.to_lowercase().contains(&want))
+            .ok_or_else(|| {
+                log::warn!("WGPU_ADAPTER_NAME={name} matches none of the adapters {names:?}");
+                Error::NoAdapter
+            });
+    }
+    instance
+        .request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            force_fallback_adapter: false,
+            compatible_surface: None,
+            ..Default::default()
+        })
+        .await
+        .map_err(|_| Error::NoAdapter)
+}

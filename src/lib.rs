@@ -1,0 +1,24 @@
+//! sightline: batched line-of-sight on the GPU (wgpu compute) with a CPU twin for every kernel.
+//!
+//! ```no_run
+//! use sightline::{Engine, Mask, Segment, scene::procedural};
+//! let scene = procedural::village(7, 1);
+//! let engine = Engine::headless(); // GPU if an adapter exists, else the CPU backend
+//! let segs = [Segment::new([0.0, 1.7, 0.0].into(), [30.0, 1.0, 5.0].into())];
+//! let bits = engine.occluded(&scene, &segs, Mask::SIGHT).unwrap();
+//! println!("blocked: {}", bits.get(0));
+//! ```
+
+pub mod bvh;
+mod engine;
+mod error;
+mod gpu;
+pub mod scene;
+pub mod trace;
+pub mod viewshed;
+
+pub use engine::{Backend, Engine, EngineOptions};
+pub use gpu::{kernel_source as gpu_kernel_source, GpuTracer, Params as GpuParams, TracePass};
+pub use error::{Error, Result};
+pub use scene::{Mask, Material, MaterialFlags, Mesh, Mobility, ObjectId, Scene};
+pub use trace::{Hit, Occlusion, Ray, Segment};

@@ -1,0 +1,186 @@
+//! Materials: what a surface blocks, whether it can be walked on, and its albedo.
+
+/// What a material does to sight, fire and movement. Bits are shared with the shaders.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct MaterialFlags(u32);
+
+impl MaterialFlags {
+    pub const NONE: Self = Self(0);
+    /// Opaque: hides what is behind it (concealment).
+    pub const BLOCKS_SIGHT: Self = Self(1);
+    /// Stops bullets (cover).
+    pub const BLOCKS_FIRE: Self = Self(2);
+    /// Agents can stand on it.
+    pub const WALKABLE: Self = Self(4);
+    /// A solid surface: blocks sight and fire.
+    pub const SOLID: Self = Self(1 | 2);
+
+    #[must_use]
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+    #[must_use]
+    pub const fn from_bits(bits: u32) -> Self {
+        Self(bits & 7)
+    }
+    #[must_use]
+    pub const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+    #[must_use]
+    pub const fn intersects(self, other: Self) -> bool {
+        self.0 & other.0 != 0
+    }
+    #[must_use]
+    pub const fn union(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+    #[must_use]
+    pub const fn without(self, other: Self) -> Self {
+        Self(self.0 & !other.0)
+    }
+}
+
+impl std::ops::BitOr for MaterialFlags {
+    type Output = Self;
+    fn bitor(self, rhs: Self) -> Self {
+        self.union(rhs)
+    }
+}
+
+/// Which triangles a query treats as blocking: a triangle blocks when its flags share a bit
+/// with the mask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Mask(pub MaterialFlags);
+
+impl Mask {
+    /// Concealment: anything that blocks sight (foliage does, bullet-proof glass does not).
+    pub const SIGHT: Mask = Mask(MaterialFlags::BLOCKS_SIGHT);
+    /// Cover: anything that blocks fire (glass does, foliage does not).
+    pub const FIRE: Mask = Mask(MaterialFlags::BLOCKS_FIRE);
+    /// Every triangle that blocks either (used for ground finding).
+    pub const ANY_SOLID: Mask = Mask(MaterialFlags::SOLID);
+    /// Surfaces agents stand on.
+    pub const WALKABLE: Mask = Mask(MaterialFlags::WALKABLE);
+
+    #[must_use]
+    pub const fn bits(self) -> u32 {
+        self.0.bits()
+    }
+}
+
+/// A surface type. `albedo` (0..1) is the diffuse reflectance used for contrast.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Material {
+    pub name: String,
+    pub flags: MaterialFlags,
+    pub albedo: f32,
+}
+
+impl Material {
+    pub fn new(name: impl Into<String>, flags: MaterialFlags, albedo: f32) -> Material {
+        Material {
+            name: name.into(),
+            flags,
+            albedo: albedo.clamp(0.0, 1.0),
+        }
+    }
+}
+
+/// Maps material names from mesh files to flags: the first rule whose pattern occurs in the
+/// lower-cased name wins; names matching no rule get `default`.
+///
+/// The built-in rules ([`MaterialRules::standard`]):
+///
+/// | name contains | flags | albedo |
+/// |---|---|---|
+/// | `glass` | blocks fire only (bullet-proof glass) | 0.6 |
+/// | `foliage`, `leaf`, `leaves`, `bush`, `hedge`, `grass_tall` | blocks sight only | 0.25 |
+/// | `water` | walkable, blocks nothing | 0.1 |
+/// | `fence`, `net`, `grate` | blocks nothing (see-through, shoot-through) | 0.4 |
+/// | `floor`, `ground`, `terrain`, `road`, `grass`, `stair`, `ramp` | solid and walkable | 0.35 |
+/// | anything else | solid and walkable (a level mesh's default) | 0.5 |
+///
+/// Walkability is also limited by slope at query time; the flag only says a surface *may* be
+/// stood on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MaterialRules {
+    pub rules: Vec<(String, Material)>,
+    pub default: Material,
+}
+
+impl MaterialRules {
+    #[must_use]
+    pub fn standard() -> MaterialRules {
+        use MaterialFlags as F;
+        let rule = |pat: &str, flags, albedo| (pat.to_string(), Material::new(pat, flags, albedo));
+        MaterialRules {
+            rules: vec![
+                rule("glass", F::BLOCKS_FIRE, 0.6),
+                rule("foliage", F::BLOCKS_SIGHT, 0.25),
+                rule("leaf", F::BLOCKS_SIGHT, 0.25),
+                rule("leaves", F::BLOCKS_SIGHT, 0.25),
+                rule("bush", F::BLOCKS_SIGHT, 0.25),
+                rule("hedge", F::BLOCKS_SIGHT, 0.25),
+                rule("grass_tall", F::BLOCKS_SIGHT, 0.25),
+                rule("water", F::WALKABLE, 0.1),
+                rule("fence", F::NONE, 0.4),
+                rule("net", F::NONE, 0.4),
+                rule("grate", F::NONE, 0.4),
+                rule("floor", F::SOLID | F::WALKABLE, 0.35),
+                rule("ground", F::SOLID | F::WALKABLE, 0.35),
+                rule("terrain", F::SOLID | F::WALKABLE, 0.35),
+                rule("road", F::SOLID | F::WALKABLE, 0.3),
+                rule("grass", F::SOLID | F::WALKABLE, 0.3),
+                rule("stair", F::SOLID | F::WALKABLE, 0.4),
+                rule("ramp", F::SOLID | F::WALKABLE, 0.4),
+            ],
+            default: Material::new("default", F::SOLID | F::WALKABLE, 0.5),
+        }
+    }
+
+    /// Puts a user rule in front of the others.
+    #[must_use]
+    pub fn with_rule(mut self, pattern: &str, flags: MaterialFlags, albedo: f32) -> Self {
+        self.rules.insert(
+            0,
+            (pattern.to_lowercase(), Material::new(pattern, flags, albedo)),
+        );
+        self
+    }
+
+    /// The material for a name from a file; the result keeps the file's name.
+    #[must_use]
+    pub fn resolve(&self, name: &str) -> Material {
+        let lower = name.to_lowercase();
+        let m = self
+            .rules
+            .iter()
+            .find(|(pat, _)| lower.contains(pat.as_str()))
+            .map(|(_, m)| m)
+            .unwrap_or(&self.default);
+        Material::new(name, m.flags, m.albedo)
+    }
+}
+
+impl Default for MaterialRules {
+    fn default() -> Self {
+        Self::standard()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_first_match_wins_and_user_rules_come_first() {
+        let r = MaterialRules::standard();
+        assert_eq!(r.resolve("Window_Glass").flags, MaterialFlags::BLOCKS_FIRE);
+        assert_eq!(r.resolve("tree_foliage").flags, MaterialFlags::BLOCKS_SIGHT);
+        assert_eq!(r.resolve("concrete").flags, MaterialFlags::SOLID | MaterialFlags::WALKABLE);
+        let r = r.with_rule("concrete", MaterialFlags::BLOCKS_SIGHT, 0.9);
+        let m = r.resolve("Concrete_01");
+        assert_eq!((m.flags, m.albedo, m.name.as_str()), (MaterialFlags::BLOCKS_SIGHT, 0.9, "Concrete_01"));
+    }
+}

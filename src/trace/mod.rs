@@ -1,0 +1,240 @@
+//! Batched queries shared by both backends: segments for occlusion, rays for closest hits.
+
+pub mod cpu;
+
+use bytemuck::{Pod, Zeroable};
+use glam::Vec3;
+
+/// A line segment from `start` to `end`. Mirrors `struct Segment` in `shaders/common.wgsl`.
+///
+/// Occlusion counts a hit strictly between the ends (`0 < t < 1`); a segment whose end lies on a
+/// surface is not blocked by that surface at exactly `t = 1`, but rounding can put the hit just
+/// inside, so lift end points off surfaces by a few millimetres.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct Segment {
+    pub start: [f32; 3],
+    _pad0: u32,
+    pub end: [f32; 3],
+    _pad1: u32,
+}
+
+/// A ray from `origin` along `dir` (any non-zero length) up to `t_max` (in units of `dir`).
+/// Mirrors `struct Ray` in `shaders/common.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct Ray {
+    pub origin: [f32; 3],
+    pub t_max: f32,
+    pub dir: [f32; 3],
+    _pad: u32,
+}
+
+/// Raw closest-hit record. Mirrors `struct HitRecord` in `shaders/common.wgsl`.
+/// `triangle == NO_HIT` means nothing was hit.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+pub struct HitRecord {
+    pub normal: [f32; 3],
+    pub t: f32,
+    pub triangle: u32,
+    pub material: u32,
+    pub _pad: [u32; 2],
+}
+
+const _: () = assert!(std::mem::size_of::<Segment>() == 32);
+const _: () = assert!(std::mem::size_of::<Ray>() == 32);
+const _: () = assert!(std::mem::size_of::<HitRecord>() == 32);
+
+/// Marks a [`HitRecord`] with no hit.
+pub const NO_HIT: u32 = u32::MAX;
+
+impl HitRecord {
+    pub const MISS: HitRecord = HitRecord {
+        normal: [0.0; 3],
+        t: f32::INFINITY,
+        triangle: NO_HIT,
+        material: 0,
+        _pad: [0; 2],
+    };
+}
+
+/// A closest hit.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Hit {
+    /// Distance along the ray in units of `dir` (metres if `dir` is a unit vector).
+    pub t: f32,
+    /// Scene-wide triangle id.
+    pub triangle: u32,
+    /// Unit geometric normal, facing against the ray.
+    pub normal: Vec3,
+    /// Index into the scene's material table.
+    pub material: u32,
+}
+
+impl Segment {
+    #[must_use]
+    pub fn new(start: Vec3, end: Vec3) -> Segment {
+        Segment {
+            start: start.into(),
+            _pad0: 0,
+            end: end.into(),
+            _pad1: 0,
+        }
+    }
+    #[must_use]
+    pub fn start(&self) -> Vec3 {
+        self.start.into()
+    }
+    #[must_use]
+    pub fn end(&self) -> Vec3 {
+        self.end.into()
+    }
+    #[must_use]
+    pub fn length(&self) -> f32 {
+        (self.end() - self.start()).length()
+    }
+}
+
+impl Ray {
+    #[must_use]
+    pub fn new(origin: Vec3, dir: Vec3, t_max: f32) -> Ray {
+        Ray {
+            origin: origin.into(),
+            t_max,
+            dir: dir.into(),
+            _pad: 0,
+        }
+    }
+    #[must_use]
+    pub fn origin(&self) -> Vec3 {
+        self.origin.into()
+    }
+    #[must_use]
+    pub fn dir(&self) -> Vec3 {
+        self.dir.into()
+    }
+}
+
+impl HitRecord {
+    #[must_use]
+    pub fn to_hit(&self) -> Option<Hit> {
+        (self.triangle != NO_HIT).then(|| Hit {
+            t: self.t,
+            triangle: self.triangle,
+            normal: self.normal.into(),
+            material: self.material,
+        })
+    }
+}
+
+/// One bit per segment: set where the segment is blocked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Occlusion {
+    pub words: Vec<u32>,
+    pub len: usize,
+}
+
+impl Occlusion {
+    #[must_use]
+    pub fn new(len: usize) -> Occlusion {
+        Occlusion {
+            words: vec![0; len.div_ceil(32)],
+            len,
+        }
+    }
+    #[must_use]
+    pub fn get(&self, i: usize) -> bool {
+        assert!(i < self.len, "bit {i} out of range {}", self.len);
+        self.words[i / 32] >> (i % 32) & 1 == 1
+    }
+    pub fn set(&mut self, i: usize) {
+        self.words[i / 32] |= 1 << (i % 32);
+    }
+    #[must_use]
+    pub fn count_ones(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+    pub fn iter(&self) -> impl Iterator<Item = bool> + '_ {
+        (0..self.len).map(|i| self.get(i))
+    }
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// Rejects NaN/Inf before anything reaches a kernel.
+pub fn validate_segments(segments: &[Segment]) -> crate::Result<()> {
+    for (index, s) in segments.iter().enumerate() {
+        if !(s.start().is_finite() && s.end().is_finite()) {
+            return Err(crate::Error::NonFiniteQuery {
+                index,
+                what: "segment end point",
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Rejects NaN/Inf origins and directions, zero directions and NaN or negative `t_max`
+/// (`t_max = +inf` is allowed: an unbounded ray).
+pub fn validate_rays(rays: &[Ray]) -> crate::Result<()> {
+    for (index, r) in rays.iter().enumerate() {
+        let what = if !r.origin().is_finite() {
+            "ray origin"
+        } else if !r.dir().is_finite() || r.dir() == Vec3::ZERO {
+            "ray direction (must be finite and non-zero)"
+        } else if r.t_max.is_nan() || r.t_max < 0.0 {
+            "ray t_max (must be >= 0)"
+        } else {
+            continue;
+        };
+        return Err(crate::Error::NonFiniteQuery { index, what });
+    }
+    Ok(())
+}
+
+/// SplitMix64: the seeded generator tests, benches and procedural scenes share.
+#[derive(Clone, Debug)]
+pub struct SplitMix64(pub u64);
+
+impl SplitMix64 {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [0, 1).
+    pub fn f32(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
+    }
+    /// Uniform in [lo, hi).
+    pub fn range(&mut self, lo: f32, hi: f32) -> f32 {
+        lo + (hi - lo) * self.f32()
+    }
+    /// Uniform point in a box.
+    pub fn in_box(&mut self, lo: Vec3, hi: Vec3) -> Vec3 {
+        Vec3::new(
+            self.range(lo.x, hi.x),
+            self.range(lo.y, hi.y),
+            self.range(lo.z, hi.z),
+        )
+    }
+    /// Uniform unit vector.
+    pub fn unit_vector(&mut self) -> Vec3 {
+        loop {
+            let v = self.in_box(Vec3::splat(-1.0), Vec3::splat(1.0));
+            let l = v.length_squared();
+            if l > 1e-4 && l <= 1.0 {
+                return v / l.sqrt();
+            }
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! Viewshed: which ground cells an observer's eye can see, on a top-down grid.
+//!
+//! Two batches: a downward closest-hit ray per cell finds the top surface (ground if it is
+//! walkable and within 45 degrees of horizontal), then an occlusion segment per ground cell
+//! from the eye to a point just above the ground.
+
+use crate::scene::{Mask, MaterialFlags, Scene};
+use crate::trace::{Ray, Segment};
+use crate::{Engine, Error, Result};
+use glam::{Vec2, Vec3};
+use std::time::{Duration, Instant};
+
+/// Viewshed settings.
+#[derive(Clone, Copy, Debug)]
+pub struct ViewshedParams {
+    /// Cell size in metres.
+    pub cell: f32,
+    /// Height above the ground of the point each sight line ends at (metres).
+    pub lift: f32,
+    /// Cells farther than this from the observer (horizontally) are not tested.
+    pub max_range: f32,
+    /// Surfaces steeper than this (radians from horizontal) are not ground.
+    pub max_slope: f32,
+}
+
+impl ViewshedParams {
+    pub const DEFAULT: ViewshedParams = ViewshedParams {
+        cell: 0.25,
+        lift: 0.05,
+        max_range: f32::INFINITY,
+        max_slope: std::f32::consts::FRAC_PI_4,
+    };
+}
+
+impl Default for ViewshedParams {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// What a cell is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CellState {
+    /// Nothing below, or a surface agents cannot stand on (a car roof, a steep slope, foliage).
+    NotGround,
+    /// Ground beyond `max_range`.
+    OutOfRange,
+    /// Ground the observer cannot see.
+    Hidden,
+    /// Ground the observer sees.
+    Visible,
+}
+
+/// A top-down grid over the scene's x/z extent; row `r`, column `c` is the cell whose
+/// corner is `origin + (c, r) * cell`.
+#[derive(Clone, Debug)]
+pub struct Viewshed {
+    pub observer: Vec3,
+    pub origin: Vec2,
+    pub cell: f32,
+    pub width: usize,
+    pub height: usize,
+    /// Ground height per cell (NaN where there is none).
+    pub ground: Vec<f32>,
+    pub state: Vec<CellState>,
+    /// Rays traced (downward plus sight lines).
+    pub rays: usize,
+    pub elapsed: Duration,
+}
+
+impl Viewshed {
+    #[must_use]
+    pub fn count(&self, s: CellState) -> usize {
+        self.state.iter().filter(|&&x| x == s).count()
+    }
+    #[must_use]
+    pub fn rays_per_second(&self) -> f64 {
+        self.rays as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+    /// The cell containing world point `p` (x, z), if inside the grid.
+    #[must_use]
+    pub fn cell_at(&self, p: Vec3) -> Option<usize> {
+        let q = (Vec2::new(p.x, p.z) - self.origin) / self.cell;
+        let (c, r) = (q.x.floor(), q.y.floor());
+        (c >= 0.0 && r >= 0.0 && (c as usize) < self.width && (r as usize) < self.height)
+            .then(|| r as usize * self.width + c as usize)
+    }
+}
+
+/// Computes the viewshed of an eye at `observer` over the whole scene.
+pub fn viewshed(engine: &Engine, scene: &Scene, observer: Vec3, params: &ViewshedParams) -> Result<Viewshed> {
+    if !observer.is_finite() {
+        return Err(Error::InvalidInput(format!("observer {observer} is not finite; pass X,Y,Z in metres")));
+    }
+    if !(params.cell.is_finite() && params.cell > 0.0) {
+        return Err(Error::InvalidInput(format!("cell size {} must be a positive number of metres", params.cell)));
+    }
+    let start = Instant::now();
+    let Some((lo, hi)) = scene.bounds() else {
+        return Err(Error::InvalidInput("the scene is empty: there is no ground to see".into()));
+    };
+    let origin = Vec2::new(lo.x, lo.z);
+    let width = ((hi.x - lo.x) / params.cell).ceil().max(1.0) as usize;
+    let height = ((hi.z - lo.z) / params.cell).ceil().max(1.0) as usize;
+    let cells = width
+        .checked_mul(height)
+        .filter(|&n| n <= 1 << 28)
+        .ok_or(Error::TooLarge { what: "viewshed grid cells", limit: 1 << 28 })?;
+    let top = hi.y + 1.0;
+    let drop = top - lo.y + 1.0;
+    let centre = |i: usize| origin + (Vec2::new((i % width) as f32, (i / width) as f32) + 0.5) * params.cell;
+    let down: Vec<Ray> = (0..cells)
+        .map(|i| {
+            let c = centre(i);
+            Ray::new(Vec3::new(c.x, top, c.y), Vec3::NEG_Y, drop)
+        })
+        .collect();
+    let all = Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
+    let hits = engine.closest_hit(scene, &down, all)?;
+    let min_normal_y = params.max_slope.cos();
+    let mut ground = vec![f32::NAN; cells];
+    let mut state = vec![CellState::NotGround; cells];
+    let mut segments = Vec::new();
+    let mut owners = Vec::new();
+    for (i, h) in hits.iter().enumerate() {
+        let Some(h) = h else { continue };
+        let walkable = scene.materials()[h.material as usize].flags.contains(MaterialFlags::WALKABLE);
+        if !walkable || h.normal.y < min_normal_y {
+            continue;
+        }
+        let c = centre(i);
+        let g = Vec3::new(c.x, top - h.t, c.y);
+        ground[i] = g.y;
+        if Vec2::new(g.x - observer.x, g.z - observer.z).length() > params.max_range {
+            state[i] = CellState::OutOfRange;
+            continue;
+        }
+        segments.push(Segment::new(observer, g + Vec3::Y * params.lift));
+        owners.push(i);
+    }
+    let blocked = engine.occluded(scene, &segments, Mask::SIGHT)?;
+    for (k, &i) in owners.iter().enumerate() {
+        state[i] = if blocked.get(k) { CellState::Hidden } else { CellState::Visible };
+    }
+    Ok(Viewshed {
+        observer,
+        origin,
+        cell: params.cell,
+        width,
+        height,
+        ground,
+        state,
+        rays: down.len() + segments.len(),
+        elapsed: start.elapsed(),
+    })
+}
