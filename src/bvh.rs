@@ -114,8 +114,15 @@ impl Aabb {
 }
 
 enum Build {
-    Leaf { bounds: Aabb, first: u32, count: u32 },
-    Inner { bounds: Aabb, children: Box<[Build; 2]> },
+    Leaf {
+        bounds: Aabb,
+        first: u32,
+        count: u32,
+    },
+    Inner {
+        bounds: Aabb,
+        children: Box<[Build; 2]>,
+    },
 }
 
 impl Build {
@@ -380,7 +387,13 @@ mod tests {
         let tris = random_tris(20_000, 3);
         let tier = Bvh::build(&tris).into_tier(tris.clone());
         let mut seen = vec![0u32; tris.len()];
-        let mut stack = vec![(0usize, Aabb { min: Vec3::splat(-1e9), max: Vec3::splat(1e9) })];
+        let mut stack = vec![(
+            0usize,
+            Aabb {
+                min: Vec3::splat(-1e9),
+                max: Vec3::splat(1e9),
+            },
+        )];
         while let Some((i, parent)) = stack.pop() {
             let n = tier.nodes[i];
             let (min, max): (Vec3, Vec3) = (n.min.into(), n.max.into());
@@ -413,7 +426,12 @@ mod tests {
         refit(&mut tier.nodes, &tier.triangles);
         let after = tier.nodes[0];
         assert_eq!(Vec3::from(after.min), Vec3::from(before.min) + shift);
-        assert!((Vec3::from(after.max) - (Vec3::from(before.max) + shift)).abs().max_element() < 1e-4);
+        assert!(
+            (Vec3::from(after.max) - (Vec3::from(before.max) + shift))
+                .abs()
+                .max_element()
+                < 1e-4
+        );
     }
 
     #[test]

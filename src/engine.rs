@@ -33,7 +33,10 @@ impl Engine {
     /// The CPU backend.
     #[must_use]
     pub fn cpu() -> Engine {
-        Engine { gpu: None, adapter: None }
+        Engine {
+            gpu: None,
+            adapter: None,
+        }
     }
 
     /// Features the engine needs on a caller's device (none beyond WebGPU's defaults).
@@ -56,10 +59,19 @@ impl Engine {
     /// Shares a caller's device and queue (a renderer's). Nothing is created beyond the
     /// engine's pipelines and buffers; the device's error and device-lost handlers stay the
     /// caller's.
-    pub fn new(device: &wgpu::Device, queue: &wgpu::Queue, options: EngineOptions) -> Result<Engine> {
+    pub fn new(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        options: EngineOptions,
+    ) -> Result<Engine> {
         let lost = Arc::new(Mutex::new(None));
         Ok(Engine {
-            gpu: Some(GpuTracer::new(device, queue, options.max_binding_bytes, lost)?),
+            gpu: Some(GpuTracer::new(
+                device,
+                queue,
+                options.max_binding_bytes,
+                lost,
+            )?),
             adapter: None,
         })
     }
@@ -79,7 +91,8 @@ impl Engine {
 
     /// A headless GPU engine, or an error (never the CPU fallback).
     pub fn headless_gpu(options: EngineOptions) -> Result<Engine> {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = pollster::block_on(pick_adapter(&instance))?;
         let info = adapter.get_info();
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
@@ -100,7 +113,10 @@ impl Engine {
         log::info!("GPU backend on {} ({:?})", info.name, info.backend);
         Ok(Engine {
             gpu: Some(gpu),
-            adapter: Some(format!("{} ({:?}, {:?})", info.name, info.backend, info.device_type)),
+            adapter: Some(format!(
+                "{} ({:?}, {:?})",
+                info.name, info.backend, info.device_type
+            )),
         })
     }
 
@@ -148,7 +164,12 @@ impl Engine {
     }
 
     /// [`Engine::closest_hit`] as raw records, exactly as the kernels write them.
-    pub fn closest_hit_records(&self, scene: &Scene, rays: &[Ray], mask: Mask) -> Result<Vec<HitRecord>> {
+    pub fn closest_hit_records(
+        &self,
+        scene: &Scene,
+        rays: &[Ray],
+        mask: Mask,
+    ) -> Result<Vec<HitRecord>> {
         trace::validate_rays(rays)?;
         match &self.gpu {
             None => Ok(cpu::closest_hit(&scene.tiers(), rays, mask.bits())),

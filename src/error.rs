@@ -9,7 +9,9 @@ pub enum Error {
     #[error("{0}")]
     InvalidInput(String),
     /// A query had a NaN or infinite coordinate.
-    #[error("query {index} has a non-finite coordinate ({what}); pass finite coordinates in metres")]
+    #[error(
+        "query {index} has a non-finite coordinate ({what}); pass finite coordinates in metres"
+    )]
     NonFiniteQuery { index: usize, what: &'static str },
     /// Something exceeds a hard limit.
     #[error("{what} exceeds the limit of {limit}; split the input")]

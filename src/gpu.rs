@@ -10,7 +10,6 @@ use crate::scene::{Scene, Tier};
 use crate::trace::{HitRecord, Occlusion, Ray, Segment, NO_HIT};
 use crate::{Error, Result};
 use std::sync::{Arc, Mutex};
-use wgpu::util::DeviceExt;
 
 const WORKGROUP: u32 = 64;
 
@@ -144,7 +143,9 @@ impl GpuTracer {
         let occluded = pipeline("occluded");
         let closest_hit = pipeline("closest_hit");
         if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(Error::Gpu(format!("building the tracing kernels failed: {e}")));
+            return Err(Error::Gpu(format!(
+                "building the tracing kernels failed: {e}"
+            )));
         }
         let limits = device.limits();
         let max_binding = u64::from(limits.max_storage_buffer_binding_size)
@@ -152,7 +153,8 @@ impl GpuTracer {
             .min(max_binding_override.unwrap_or(u64::MAX))
             .max(1024);
         let per_binding = (max_binding / 32) as usize;
-        let per_dispatch = limits.max_compute_workgroups_per_dimension as usize * WORKGROUP as usize;
+        let per_dispatch =
+            limits.max_compute_workgroups_per_dimension as usize * WORKGROUP as usize;
         let max_queries = per_binding.min(per_dispatch) / 32 * 32;
         Ok(GpuTracer {
             device: device.clone(),
@@ -177,6 +179,7 @@ impl GpuTracer {
     }
 
     fn check_lost(&self) -> Result<()> {
+        let _ = self.device.poll(wgpu::PollType::Poll); // lets a pending device-lost callback run
         match self.lost.lock().unwrap().as_ref() {
             Some(reason) => Err(Error::DeviceLost(reason.clone())),
             None => Ok(()),
@@ -236,22 +239,43 @@ impl GpuTracer {
     }
 
     fn chunk(&self, tier: &Tier) -> Chunk {
-        let buf = |label, contents: &[u8]| {
-            self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents,
-                usage: wgpu::BufferUsages::STORAGE,
-            })
-        };
+        let storage = wgpu::BufferUsages::STORAGE;
         Chunk {
-            nodes: buf("bvh nodes", bytemuck::cast_slice(&tier.nodes)),
-            triangles: buf("bvh triangles", bytemuck::cast_slice(&tier.triangles)),
+            nodes: self.buffer_with("bvh nodes", storage, bytemuck::cast_slice(&tier.nodes)),
+            triangles: self.buffer_with(
+                "bvh triangles",
+                storage,
+                bytemuck::cast_slice(&tier.triangles),
+            ),
         }
     }
 
+    /// A buffer holding `contents`. (Not `create_buffer_init`: it panics on a lost device.)
+    fn buffer_with(&self, label: &str, usage: wgpu::BufferUsages, contents: &[u8]) -> wgpu::Buffer {
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: contents.len() as u64,
+            usage: usage | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        self.queue.write_buffer(&buffer, 0, contents);
+        buffer
+    }
+
     /// Uploads `segments` and binds them for the `occluded` kernel.
-    pub fn prepare_occluded(&self, scene: &Scene, segments: &[Segment], mask: u32) -> Result<TracePass> {
-        self.prepare(scene, Kind::Occluded, bytemuck::cast_slice(segments), segments.len(), mask)
+    pub fn prepare_occluded(
+        &self,
+        scene: &Scene,
+        segments: &[Segment],
+        mask: u32,
+    ) -> Result<TracePass> {
+        self.prepare(
+            scene,
+            Kind::Occluded,
+            bytemuck::cast_slice(segments),
+            segments.len(),
+            mask,
+        )
     }
 
     /// Uploads `rays` and binds them for the `closest_hit` kernel.
@@ -261,21 +285,34 @@ impl GpuTracer {
             .iter()
             .map(|r| Ray::new(r.origin(), r.dir(), r.t_max.min(f32::MAX)))
             .collect();
-        self.prepare(scene, Kind::ClosestHit, bytemuck::cast_slice(&rays), rays.len(), mask)
+        self.prepare(
+            scene,
+            Kind::ClosestHit,
+            bytemuck::cast_slice(&rays),
+            rays.len(),
+            mask,
+        )
     }
 
-    fn prepare(&self, scene: &Scene, kind: Kind, queries: &[u8], len: usize, mask: u32) -> Result<TracePass> {
+    fn prepare(
+        &self,
+        scene: &Scene,
+        kind: Kind,
+        queries: &[u8],
+        len: usize,
+        mask: u32,
+    ) -> Result<TracePass> {
         self.check_lost()?;
         let chunks = self.upload(scene);
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let mut slices = Vec::new();
         for start in (0..len).step_by(self.max_queries.max(1)) {
             let count = (len - start).min(self.max_queries);
-            let input = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("queries"),
-                contents: &queries[start * 32..(start + count) * 32],
-                usage: wgpu::BufferUsages::STORAGE,
-            });
+            let input = self.buffer_with(
+                "queries",
+                wgpu::BufferUsages::STORAGE,
+                &queries[start * 32..(start + count) * 32],
+            );
             let bytes = match kind {
                 Kind::Occluded => (count.div_ceil(32) * 4) as u64,
                 Kind::ClosestHit => (count * size_of::<HitRecord>()) as u64,
@@ -283,7 +320,9 @@ impl GpuTracer {
             let output = self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("trace output"),
                 size: bytes,
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             });
             let readback = self.device.create_buffer(&wgpu::BufferDescriptor {
@@ -293,11 +332,17 @@ impl GpuTracer {
                 mapped_at_creation: false,
             });
             let params = |accumulate| {
-                self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some("trace params"),
-                    contents: bytemuck::bytes_of(&Params { count: count as u32, mask, accumulate, _pad: 0 }),
-                    usage: wgpu::BufferUsages::UNIFORM,
-                })
+                let p = Params {
+                    count: count as u32,
+                    mask,
+                    accumulate,
+                    _pad: 0,
+                };
+                self.buffer_with(
+                    "trace params",
+                    wgpu::BufferUsages::UNIFORM,
+                    bytemuck::bytes_of(&p),
+                )
             };
             let (first, rest) = (params(0), params(1));
             let bind_groups = chunks
@@ -306,7 +351,11 @@ impl GpuTracer {
                 .enumerate()
                 .map(|(i, c)| {
                     // Bits are cleared before the first chunk, so `occluded` always accumulates.
-                    let p = if i == 0 && matches!(kind, Kind::ClosestHit) { &first } else { &rest };
+                    let p = if i == 0 && matches!(kind, Kind::ClosestHit) {
+                        &first
+                    } else {
+                        &rest
+                    };
                     self.device.create_bind_group(&wgpu::BindGroupDescriptor {
                         label: Some("trace"),
                         layout: &self.layout,
@@ -320,12 +369,26 @@ impl GpuTracer {
                     })
                 })
                 .collect();
-            slices.push(Slice { start, count, output, readback, bytes, bind_groups });
+            slices.push(Slice {
+                start,
+                count,
+                output,
+                readback,
+                bytes,
+                bind_groups,
+            });
         }
         if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(Error::Gpu(format!("out of GPU memory for a batch of {len}: {e}; send smaller batches")));
+            return Err(Error::Gpu(format!(
+                "out of GPU memory for a batch of {len}: {e}; send smaller batches"
+            )));
         }
-        Ok(TracePass { kind, len, slices, _chunks: chunks })
+        Ok(TracePass {
+            kind,
+            len,
+            slices,
+            _chunks: chunks,
+        })
     }
 
     /// Encodes, submits and waits for `pass`.
@@ -359,7 +422,9 @@ impl GpuTracer {
                 Ok((_, Ok(()))) => {}
                 Ok((_, Err(e))) => {
                     self.check_lost()?;
-                    return Err(Error::DeviceLost(format!("reading results back failed: {e}")));
+                    return Err(Error::DeviceLost(format!(
+                        "reading results back failed: {e}"
+                    )));
                 }
                 Err(_) => return Err(Error::DeviceLost("the device dropped a readback".into())),
             }
@@ -369,7 +434,10 @@ impl GpuTracer {
 }
 
 fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
-    wgpu::BindGroupEntry { binding, resource: buffer.as_entire_binding() }
+    wgpu::BindGroupEntry {
+        binding,
+        resource: buffer.as_entire_binding(),
+    }
 }
 
 impl TracePass {
@@ -411,11 +479,17 @@ impl TracePass {
 
     /// Waits for the submitted pass and returns the occlusion bits.
     pub fn read_occlusion(&self, tracer: &GpuTracer) -> Result<Occlusion> {
-        assert!(matches!(self.kind, Kind::Occluded), "read_occlusion on a closest-hit pass");
+        assert!(
+            matches!(self.kind, Kind::Occluded),
+            "read_occlusion on a closest-hit pass"
+        );
         tracer.map_all(self)?;
         let mut out = Occlusion::new(self.len);
         for s in &self.slices {
-            let view = s.readback.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?;
+            let view = s
+                .readback
+                .get_mapped_range(..)
+                .map_err(|e| Error::Gpu(e.to_string()))?;
             let words: &[u32] = bytemuck::cast_slice(&view);
             out.words[s.start / 32..][..words.len()].copy_from_slice(words);
             drop(view);
@@ -426,18 +500,32 @@ impl TracePass {
 
     /// Waits for the submitted pass and returns one record per ray.
     pub fn read_hits(&self, tracer: &GpuTracer) -> Result<Vec<HitRecord>> {
-        assert!(matches!(self.kind, Kind::ClosestHit), "read_hits on an occlusion pass");
+        assert!(
+            matches!(self.kind, Kind::ClosestHit),
+            "read_hits on an occlusion pass"
+        );
         let mut out = vec![HitRecord::MISS; self.len];
-        let live: Vec<&Slice> = self.slices.iter().filter(|s| !s.bind_groups.is_empty()).collect();
+        let live: Vec<&Slice> = self
+            .slices
+            .iter()
+            .filter(|s| !s.bind_groups.is_empty())
+            .collect();
         if live.is_empty() {
             return Ok(out);
         }
         tracer.map_all(self)?;
         for s in live {
-            let view = s.readback.get_mapped_range(..).map_err(|e| Error::Gpu(e.to_string()))?;
+            let view = s
+                .readback
+                .get_mapped_range(..)
+                .map_err(|e| Error::Gpu(e.to_string()))?;
             let recs: &[HitRecord] = bytemuck::cast_slice(&view);
             for (o, r) in out[s.start..s.start + s.count].iter_mut().zip(recs) {
-                *o = if r.triangle == NO_HIT { HitRecord::MISS } else { *r };
+                *o = if r.triangle == NO_HIT {
+                    HitRecord::MISS
+                } else {
+                    *r
+                };
             }
             drop(view);
             s.readback.unmap();

@@ -18,7 +18,7 @@ pub mod trace;
 pub mod viewshed;
 
 pub use engine::{Backend, Engine, EngineOptions};
-pub use gpu::{kernel_source as gpu_kernel_source, GpuTracer, Params as GpuParams, TracePass};
 pub use error::{Error, Result};
+pub use gpu::{kernel_source as gpu_kernel_source, GpuTracer, Params as GpuParams, TracePass};
 pub use scene::{Mask, Material, MaterialFlags, Mesh, Mobility, ObjectId, Scene};
 pub use trace::{Hit, Occlusion, Ray, Segment};

@@ -88,16 +88,28 @@ impl Viewshed {
 }
 
 /// Computes the viewshed of an eye at `observer` over the whole scene.
-pub fn viewshed(engine: &Engine, scene: &Scene, observer: Vec3, params: &ViewshedParams) -> Result<Viewshed> {
+pub fn viewshed(
+    engine: &Engine,
+    scene: &Scene,
+    observer: Vec3,
+    params: &ViewshedParams,
+) -> Result<Viewshed> {
     if !observer.is_finite() {
-        return Err(Error::InvalidInput(format!("observer {observer} is not finite; pass X,Y,Z in metres")));
+        return Err(Error::InvalidInput(format!(
+            "observer {observer} is not finite; pass X,Y,Z in metres"
+        )));
     }
     if !(params.cell.is_finite() && params.cell > 0.0) {
-        return Err(Error::InvalidInput(format!("cell size {} must be a positive number of metres", params.cell)));
+        return Err(Error::InvalidInput(format!(
+            "cell size {} must be a positive number of metres",
+            params.cell
+        )));
     }
     let start = Instant::now();
     let Some((lo, hi)) = scene.bounds() else {
-        return Err(Error::InvalidInput("the scene is empty: there is no ground to see".into()));
+        return Err(Error::InvalidInput(
+            "the scene is empty: there is no ground to see".into(),
+        ));
     };
     let origin = Vec2::new(lo.x, lo.z);
     let width = ((hi.x - lo.x) / params.cell).ceil().max(1.0) as usize;
@@ -105,10 +117,14 @@ pub fn viewshed(engine: &Engine, scene: &Scene, observer: Vec3, params: &Viewshe
     let cells = width
         .checked_mul(height)
         .filter(|&n| n <= 1 << 28)
-        .ok_or(Error::TooLarge { what: "viewshed grid cells", limit: 1 << 28 })?;
+        .ok_or(Error::TooLarge {
+            what: "viewshed grid cells",
+            limit: 1 << 28,
+        })?;
     let top = hi.y + 1.0;
     let drop = top - lo.y + 1.0;
-    let centre = |i: usize| origin + (Vec2::new((i % width) as f32, (i / width) as f32) + 0.5) * params.cell;
+    let centre =
+        |i: usize| origin + (Vec2::new((i % width) as f32, (i / width) as f32) + 0.5) * params.cell;
     let down: Vec<Ray> = (0..cells)
         .map(|i| {
             let c = centre(i);
@@ -124,7 +140,9 @@ pub fn viewshed(engine: &Engine, scene: &Scene, observer: Vec3, params: &Viewshe
     let mut owners = Vec::new();
     for (i, h) in hits.iter().enumerate() {
         let Some(h) = h else { continue };
-        let walkable = scene.materials()[h.material as usize].flags.contains(MaterialFlags::WALKABLE);
+        let walkable = scene.materials()[h.material as usize]
+            .flags
+            .contains(MaterialFlags::WALKABLE);
         if !walkable || h.normal.y < min_normal_y {
             continue;
         }
@@ -140,7 +158,11 @@ pub fn viewshed(engine: &Engine, scene: &Scene, observer: Vec3, params: &Viewshe
     }
     let blocked = engine.occluded(scene, &segments, Mask::SIGHT)?;
     for (k, &i) in owners.iter().enumerate() {
-        state[i] = if blocked.get(k) { CellState::Hidden } else { CellState::Visible };
+        state[i] = if blocked.get(k) {
+            CellState::Hidden
+        } else {
+            CellState::Visible
+        };
     }
     Ok(Viewshed {
         observer,

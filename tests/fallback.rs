@@ -7,7 +7,9 @@ use sightline::{scene::procedural, Backend, Engine, EngineOptions, Mask, Segment
 #[test]
 fn no_adapter_falls_back_to_the_cpu_backend() {
     std::env::set_var("WGPU_ADAPTER_NAME", "no-such-adapter-anywhere");
-    let err = Engine::headless_gpu(EngineOptions::default()).err().expect("no adapter matches");
+    let err = Engine::headless_gpu(EngineOptions::default())
+        .err()
+        .expect("no adapter matches");
     assert!(err.to_string().contains("mesa-vulkan-drivers"), "{err}");
     let engine = Engine::headless();
     assert_eq!(engine.backend(), Backend::Cpu);

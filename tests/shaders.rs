@@ -30,12 +30,18 @@ fn every_shader_parses_and_validates() {
             source
         } else {
             let full = sightline::gpu_kernel_source(&name);
-            assert!(full.ends_with(source.trim_end()) || full.contains(&source), "{name}: engine source differs from the file");
+            assert!(
+                full.ends_with(source.trim_end()) || full.contains(&source),
+                "{name}: engine source differs from the file"
+            );
             full
         };
         let module = validate(&name, &full);
         if name != "common" {
-            assert!(module.entry_points.iter().any(|e| e.name == name), "{name}.wgsl has no entry point `{name}`");
+            assert!(
+                module.entry_points.iter().any(|e| e.name == name),
+                "{name}.wgsl has no entry point `{name}`"
+            );
         }
         seen += 1;
     }
@@ -44,30 +50,95 @@ fn every_shader_parses_and_validates() {
 
 #[test]
 fn wgsl_structs_match_their_rust_twins() {
-    let module = validate("common", &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/shaders/common.wgsl")).unwrap());
+    let module = validate(
+        "common",
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/shaders/common.wgsl"))
+            .unwrap(),
+    );
     let mut layouter = naga::proc::Layouter::default();
     layouter.update(module.to_ctx()).unwrap();
     let mut structs = HashMap::new();
     for (handle, ty) in module.types.iter() {
         if let (Some(name), naga::TypeInner::Struct { members, span }) = (&ty.name, &ty.inner) {
-            let offsets: Vec<(String, u32)> = members.iter().map(|m| (m.name.clone().unwrap(), m.offset)).collect();
+            let offsets: Vec<(String, u32)> = members
+                .iter()
+                .map(|m| (m.name.clone().unwrap(), m.offset))
+                .collect();
             structs.insert(name.clone(), (*span, layouter[handle].size, offsets));
         }
     }
     let check = |wgsl: &str, size: usize, fields: &[(&str, usize)]| {
-        let (span, lsize, offsets) = structs.get(wgsl).unwrap_or_else(|| panic!("no struct {wgsl} in common.wgsl"));
-        assert_eq!((*span as usize, *lsize as usize), (size, size), "size of {wgsl}");
+        let (span, lsize, offsets) = structs
+            .get(wgsl)
+            .unwrap_or_else(|| panic!("no struct {wgsl} in common.wgsl"));
+        assert_eq!(
+            (*span as usize, *lsize as usize),
+            (size, size),
+            "size of {wgsl}"
+        );
         for (f, off) in fields {
-            let got = offsets.iter().find(|(n, _)| n == f).unwrap_or_else(|| panic!("{wgsl}.{f} missing")).1;
+            let got = offsets
+                .iter()
+                .find(|(n, _)| n == f)
+                .unwrap_or_else(|| panic!("{wgsl}.{f} missing"))
+                .1;
             assert_eq!(got as usize, *off, "offset of {wgsl}.{f}");
         }
     };
     use sightline::bvh::{BvhNode, GpuTriangle};
     use sightline::trace::{HitRecord, Ray, Segment};
-    check("BvhNode", size_of::<BvhNode>(), &[("min", offset_of!(BvhNode, min)), ("left_or_first", offset_of!(BvhNode, left_or_first)), ("max", offset_of!(BvhNode, max)), ("count", offset_of!(BvhNode, count))]);
-    check("Triangle", size_of::<GpuTriangle>(), &[("v0", 0), ("id", offset_of!(GpuTriangle, id)), ("v1", offset_of!(GpuTriangle, v1)), ("material", offset_of!(GpuTriangle, material)), ("v2", offset_of!(GpuTriangle, v2)), ("flags", offset_of!(GpuTriangle, flags))]);
-    check("Segment", size_of::<Segment>(), &[("start", offset_of!(Segment, start)), ("end", offset_of!(Segment, end))]);
-    check("Ray", size_of::<Ray>(), &[("origin", offset_of!(Ray, origin)), ("t_max", offset_of!(Ray, t_max)), ("dir", offset_of!(Ray, dir))]);
-    check("HitRecord", size_of::<HitRecord>(), &[("normal", offset_of!(HitRecord, normal)), ("t", offset_of!(HitRecord, t)), ("triangle", offset_of!(HitRecord, triangle)), ("material", offset_of!(HitRecord, material))]);
-    check("Params", size_of::<sightline::GpuParams>(), &[("count", 0), ("mask", 4), ("accumulate", 8)]);
+    check(
+        "BvhNode",
+        size_of::<BvhNode>(),
+        &[
+            ("min", offset_of!(BvhNode, min)),
+            ("left_or_first", offset_of!(BvhNode, left_or_first)),
+            ("max", offset_of!(BvhNode, max)),
+            ("count", offset_of!(BvhNode, count)),
+        ],
+    );
+    check(
+        "Triangle",
+        size_of::<GpuTriangle>(),
+        &[
+            ("v0", 0),
+            ("id", offset_of!(GpuTriangle, id)),
+            ("v1", offset_of!(GpuTriangle, v1)),
+            ("material", offset_of!(GpuTriangle, material)),
+            ("v2", offset_of!(GpuTriangle, v2)),
+            ("flags", offset_of!(GpuTriangle, flags)),
+        ],
+    );
+    check(
+        "Segment",
+        size_of::<Segment>(),
+        &[
+            ("start", offset_of!(Segment, start)),
+            ("end", offset_of!(Segment, end)),
+        ],
+    );
+    check(
+        "Ray",
+        size_of::<Ray>(),
+        &[
+            ("origin", offset_of!(Ray, origin)),
+            ("t_max", offset_of!(Ray, t_max)),
+            ("dir", offset_of!(Ray, dir)),
+        ],
+    );
+    check(
+        "HitRecord",
+        size_of::<HitRecord>(),
+        &[
+            ("normal", offset_of!(HitRecord, normal)),
+            ("t", offset_of!(HitRecord, t)),
+            ("triangle", offset_of!(HitRecord, triangle)),
+            ("material", offset_of!(HitRecord, material)),
+        ],
+    );
+    check(
+        "Params",
+        size_of::<sightline::GpuParams>(),
+        &[("count", 0), ("mask", 4), ("accumulate", 8)],
+    );
 }

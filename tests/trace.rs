@@ -12,7 +12,11 @@ use sightline::trace::{cpu, HitRecord, Ray, Segment, SplitMix64};
 use sightline::{Engine, EngineOptions, Mask, Material, MaterialFlags, Mesh, Mobility, Scene};
 
 fn solid() -> Vec<Material> {
-    vec![Material::new("solid", MaterialFlags::SOLID | MaterialFlags::WALKABLE, 0.5)]
+    vec![Material::new(
+        "solid",
+        MaterialFlags::SOLID | MaterialFlags::WALKABLE,
+        0.5,
+    )]
 }
 
 /// Half short segments (1-30 m), half spanning the whole scene.
@@ -37,12 +41,26 @@ fn random_segments(scene: &Scene, n: usize, seed: u64) -> Vec<Segment> {
 fn random_rays(scene: &Scene, n: usize, seed: u64) -> Vec<Ray> {
     random_segments(scene, n, seed)
         .iter()
-        .map(|s| Ray::new(s.start(), s.end() - s.start(), if s.length() > 20.0 { f32::INFINITY } else { 1.0 }))
+        .map(|s| {
+            Ray::new(
+                s.start(),
+                s.end() - s.start(),
+                if s.length() > 20.0 {
+                    f32::INFINITY
+                } else {
+                    1.0
+                },
+            )
+        })
         .collect()
 }
 
 fn all_triangles(scene: &Scene) -> Vec<GpuTriangle> {
-    scene.tiers().iter().flat_map(|t| t.triangles.iter().copied()).collect()
+    scene
+        .tiers()
+        .iter()
+        .flat_map(|t| t.triangles.iter().copied())
+        .collect()
 }
 
 /// Distance from segment `s` to the nearest triangle edge in the scene.
@@ -78,7 +96,11 @@ fn segment_segment_distance(p1: Vec3, q1: Vec3, p2: Vec3, q2: Vec3) -> f32 {
         } else {
             let b = d1.dot(d2);
             let denom = a * e - b * b;
-            let mut s0 = if denom != 0.0 { ((b * f - c * e) / denom).clamp(0.0, 1.0) } else { 0.0 };
+            let mut s0 = if denom != 0.0 {
+                ((b * f - c * e) / denom).clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
             let mut t0 = (b * s0 + f) / e;
             if t0 < 0.0 {
                 t0 = 0.0;
@@ -99,7 +121,10 @@ fn random_triangle_scene(n: usize, seed: u64) -> Scene {
     let mut mesh = Mesh::default();
     for i in 0..n {
         let c = rng.in_box(Vec3::splat(-20.0), Vec3::splat(20.0));
-        let (a, b) = (rng.unit_vector() * rng.range(0.5, 4.0), rng.unit_vector() * rng.range(0.5, 4.0));
+        let (a, b) = (
+            rng.unit_vector() * rng.range(0.5, 4.0),
+            rng.unit_vector() * rng.range(0.5, 4.0),
+        );
         mesh.push_triangle(c, c + a, c + b, (i % 3) as u32);
     }
     let mats = vec![
@@ -112,16 +137,33 @@ fn random_triangle_scene(n: usize, seed: u64) -> Scene {
 
 #[test]
 fn bvh_walks_agree_exactly_with_brute_force() {
-    let engines: Vec<Engine> = std::iter::once(Engine::cpu()).chain(gpu::gpu_engine()).collect();
-    for (scene, label) in [(random_triangle_scene(3_000, 1), "random"), (procedural::rock(3, 1), "rock")] {
+    let engines: Vec<Engine> = std::iter::once(Engine::cpu())
+        .chain(gpu::gpu_engine())
+        .collect();
+    for (scene, label) in [
+        (random_triangle_scene(3_000, 1), "random"),
+        (procedural::rock(3, 1), "rock"),
+    ] {
         let tris = all_triangles(&scene);
         let rays = random_rays(&scene, 20_000, 11);
         for mask in [Mask::SIGHT, Mask::FIRE] {
-            let reference: Vec<HitRecord> = rays.iter().map(|r| cpu::brute_force_closest(&tris, r, mask.bits())).collect();
-            let segs: Vec<Segment> = rays.iter().map(|r| Segment::new(r.origin(), r.origin() + r.dir())).collect();
+            let reference: Vec<HitRecord> = rays
+                .iter()
+                .map(|r| cpu::brute_force_closest(&tris, r, mask.bits()))
+                .collect();
+            let segs: Vec<Segment> = rays
+                .iter()
+                .map(|r| Segment::new(r.origin(), r.origin() + r.dir()))
+                .collect();
             let occluded_ref: Vec<bool> = segs
                 .iter()
-                .map(|s| !cpu::is_miss(&cpu::brute_force_closest(&tris, &Ray::new(s.start(), s.end() - s.start(), 1.0), mask.bits())))
+                .map(|s| {
+                    !cpu::is_miss(&cpu::brute_force_closest(
+                        &tris,
+                        &Ray::new(s.start(), s.end() - s.start(), 1.0),
+                        mask.bits(),
+                    ))
+                })
                 .collect();
             for engine in &engines {
                 let got = engine.closest_hit_records(&scene, &rays, mask).unwrap();
@@ -129,12 +171,19 @@ fn bvh_walks_agree_exactly_with_brute_force() {
                 let mut bad = 0;
                 for i in 0..rays.len() {
                     let (g, r) = (&got[i], &reference[i]);
-                    let same = g.triangle == r.triangle && (cpu::is_miss(g) || (g.t - r.t).abs() <= 1e-6 * r.t.max(1.0));
+                    let same = g.triangle == r.triangle
+                        && (cpu::is_miss(g) || (g.t - r.t).abs() <= 1e-6 * r.t.max(1.0));
                     if !same || bits.get(i) != occluded_ref[i] {
                         bad += 1;
                     }
                 }
-                assert_eq!(bad, 0, "{label} {mask:?} {:?}: {bad} of {} rays disagree with brute force", engine.backend(), rays.len());
+                assert_eq!(
+                    bad,
+                    0,
+                    "{label} {mask:?} {:?}: {bad} of {} rays disagree with brute force",
+                    engine.backend(),
+                    rays.len()
+                );
             }
         }
     }
@@ -151,10 +200,22 @@ fn gpu_vs_cpu(scene: &Scene, label: &str, n: usize) {
     let tris = all_triangles(scene);
     for &i in differ.iter().take(50) {
         let d = distance_to_nearest_edge(&tris, &segs[i]);
-        assert!(d <= 1e-4 * extent, "{label}: segment {i} disagrees but passes {d} m from any edge (extent {extent})");
+        assert!(
+            d <= 1e-4 * extent,
+            "{label}: segment {i} disagrees but passes {d} m from any edge (extent {extent})"
+        );
     }
-    assert!(differ.len() as f64 <= 2e-5 * n as f64, "{label}: {} of {n} segments disagree", differ.len());
-    eprintln!("{label}: {} triangles, {} of {n} segments blocked, {} disagreements", tris.len(), a.count_ones(), differ.len());
+    assert!(
+        differ.len() as f64 <= 2e-5 * n as f64,
+        "{label}: {} of {n} segments disagree",
+        differ.len()
+    );
+    eprintln!(
+        "{label}: {} triangles, {} of {n} segments blocked, {} disagreements",
+        tris.len(),
+        a.count_ones(),
+        differ.len()
+    );
 }
 
 #[test]
@@ -169,22 +230,54 @@ fn gpu_matches_cpu_on_a_million_segments_over_urban() {
 
 #[test]
 fn gpu_matches_cpu_on_a_million_segments_over_dungeon() {
-    let (scene, _) = load_obj(common::data_dir().join("dungeon.obj"), &LoadOptions::default()).unwrap();
+    let (scene, _) = load_obj(
+        common::data_dir().join("dungeon.obj"),
+        &LoadOptions::default(),
+    )
+    .unwrap();
     gpu_vs_cpu(&scene, "dungeon.obj", 1_000_000);
 }
 
 fn icosphere(subdivisions: u32) -> Mesh {
     let t = (1.0 + 5f32.sqrt()) / 2.0;
     let mut pos: Vec<Vec3> = [
-        (-1.0, t, 0.0), (1.0, t, 0.0), (-1.0, -t, 0.0), (1.0, -t, 0.0), (0.0, -1.0, t), (0.0, 1.0, t),
-        (0.0, -1.0, -t), (0.0, 1.0, -t), (t, 0.0, -1.0), (t, 0.0, 1.0), (-t, 0.0, -1.0), (-t, 0.0, 1.0),
+        (-1.0, t, 0.0),
+        (1.0, t, 0.0),
+        (-1.0, -t, 0.0),
+        (1.0, -t, 0.0),
+        (0.0, -1.0, t),
+        (0.0, 1.0, t),
+        (0.0, -1.0, -t),
+        (0.0, 1.0, -t),
+        (t, 0.0, -1.0),
+        (t, 0.0, 1.0),
+        (-t, 0.0, -1.0),
+        (-t, 0.0, 1.0),
     ]
     .iter()
     .map(|&(x, y, z)| Vec3::new(x, y, z).normalize())
     .collect();
     let mut faces: Vec<[u32; 3]> = vec![
-        [0, 11, 5], [0, 5, 1], [0, 1, 7], [0, 7, 10], [0, 10, 11], [1, 5, 9], [5, 11, 4], [11, 10, 2], [10, 7, 6], [7, 1, 8],
-        [3, 9, 4], [3, 4, 2], [3, 2, 6], [3, 6, 8], [3, 8, 9], [4, 9, 5], [2, 4, 11], [6, 2, 10], [8, 6, 7], [9, 8, 1],
+        [0, 11, 5],
+        [0, 5, 1],
+        [0, 1, 7],
+        [0, 7, 10],
+        [0, 10, 11],
+        [1, 5, 9],
+        [5, 11, 4],
+        [11, 10, 2],
+        [10, 7, 6],
+        [7, 1, 8],
+        [3, 9, 4],
+        [3, 4, 2],
+        [3, 2, 6],
+        [3, 6, 8],
+        [3, 8, 9],
+        [4, 9, 5],
+        [2, 4, 11],
+        [6, 2, 10],
+        [8, 6, 7],
+        [9, 8, 1],
     ];
     for _ in 0..subdivisions {
         let mut mid = std::collections::HashMap::new();
@@ -197,13 +290,21 @@ fn icosphere(subdivisions: u32) -> Mesh {
         faces = faces
             .iter()
             .flat_map(|&[a, b, c]| {
-                let (ab, bc, ca) = (midpoint(a, b, &mut pos), midpoint(b, c, &mut pos), midpoint(c, a, &mut pos));
+                let (ab, bc, ca) = (
+                    midpoint(a, b, &mut pos),
+                    midpoint(b, c, &mut pos),
+                    midpoint(c, a, &mut pos),
+                );
                 [[a, ab, ca], [b, bc, ab], [c, ca, bc], [ab, bc, ca]]
             })
             .collect();
     }
     let materials = vec![0; faces.len()];
-    Mesh { positions: pos.iter().map(|p| *p * 10.0).collect(), triangles: faces, materials }
+    Mesh {
+        positions: pos.iter().map(|p| *p * 10.0).collect(),
+        triangles: faces,
+        materials,
+    }
 }
 
 #[test]
@@ -211,20 +312,36 @@ fn closed_icosphere_and_fine_plane_do_not_leak() {
     let sphere = Scene::from_mesh(icosphere(5), solid()).unwrap();
     let mut rng = SplitMix64(5);
     let n = 500_000;
-    let rays: Vec<Ray> = (0..n).map(|_| Ray::new(rng.unit_vector() * rng.range(0.0, 9.0), rng.unit_vector(), f32::INFINITY)).collect();
+    let rays: Vec<Ray> = (0..n)
+        .map(|_| {
+            Ray::new(
+                rng.unit_vector() * rng.range(0.0, 9.0),
+                rng.unit_vector(),
+                f32::INFINITY,
+            )
+        })
+        .collect();
     // A 400 x 400 grid (320,000 triangles) in y = 0, crossed by segments at random angles.
     let mut plane = Mesh::default();
     let k = 400;
     for i in 0..=k {
         for j in 0..=k {
-            plane.positions.push(Vec3::new(i as f32 * 0.05 - 10.0, 0.0, j as f32 * 0.05 - 10.0));
+            plane.positions.push(Vec3::new(
+                i as f32 * 0.05 - 10.0,
+                0.0,
+                j as f32 * 0.05 - 10.0,
+            ));
         }
     }
     for i in 0..k {
         for j in 0..k {
             let v = |a: u32, b: u32| a * (k + 1) + b;
-            plane.triangles.push([v(i, j), v(i + 1, j), v(i + 1, j + 1)]);
-            plane.triangles.push([v(i, j), v(i + 1, j + 1), v(i, j + 1)]);
+            plane
+                .triangles
+                .push([v(i, j), v(i + 1, j), v(i + 1, j + 1)]);
+            plane
+                .triangles
+                .push([v(i, j), v(i + 1, j + 1), v(i, j + 1)]);
         }
     }
     plane.materials = vec![0; plane.triangles.len()];
@@ -232,16 +349,29 @@ fn closed_icosphere_and_fine_plane_do_not_leak() {
     let segs: Vec<Segment> = (0..n)
         .map(|_| {
             let p = Vec3::new(rng.range(-9.0, 9.0), 0.0, rng.range(-9.0, 9.0));
-            let d = Vec3::new(rng.range(-1.0, 1.0), rng.range(0.1, 1.0), rng.range(-1.0, 1.0));
+            let d = Vec3::new(
+                rng.range(-1.0, 1.0),
+                rng.range(0.1, 1.0),
+                rng.range(-1.0, 1.0),
+            );
             Segment::new(p + d * rng.range(0.01, 2.0), p - d * rng.range(0.01, 2.0))
         })
         .collect();
     for engine in std::iter::once(Engine::cpu()).chain(gpu::gpu_engine()) {
-        let hits = engine.closest_hit_records(&sphere, &rays, Mask::SIGHT).unwrap();
+        let hits = engine
+            .closest_hit_records(&sphere, &rays, Mask::SIGHT)
+            .unwrap();
         let sphere_misses = hits.iter().filter(|h| cpu::is_miss(h)).count();
-        let plane_misses = n - engine.occluded(&plane, &segs, Mask::SIGHT).unwrap().count_ones();
+        let plane_misses = n - engine
+            .occluded(&plane, &segs, Mask::SIGHT)
+            .unwrap()
+            .count_ones();
         let allowed = (2e-5 * n as f64) as usize;
-        assert!(sphere_misses <= allowed && plane_misses <= allowed, "{:?}: {sphere_misses} sphere and {plane_misses} plane leaks in {n}", engine.backend());
+        assert!(
+            sphere_misses <= allowed && plane_misses <= allowed,
+            "{:?}: {sphere_misses} sphere and {plane_misses} plane leaks in {n}",
+            engine.backend()
+        );
     }
 }
 
@@ -249,12 +379,25 @@ fn closed_icosphere_and_fine_plane_do_not_leak() {
 fn a_wall_hides_exactly_what_is_behind_it() {
     // A 4 m x 2 m wall in the plane z = 0, x in [-2, 2], y in [0, 2]; eye at z = -5.
     let mut wall = Mesh::default();
-    let (a, b, c, d) = (Vec3::new(-2.0, 0.0, 0.0), Vec3::new(2.0, 0.0, 0.0), Vec3::new(2.0, 2.0, 0.0), Vec3::new(-2.0, 2.0, 0.0));
+    let (a, b, c, d) = (
+        Vec3::new(-2.0, 0.0, 0.0),
+        Vec3::new(2.0, 0.0, 0.0),
+        Vec3::new(2.0, 2.0, 0.0),
+        Vec3::new(-2.0, 2.0, 0.0),
+    );
     wall.push_quad(a, b, c, d, 0);
     let scene = Scene::from_mesh(wall, solid()).unwrap();
     let eye = Vec3::new(0.3, 1.0, -5.0);
     let mut rng = SplitMix64(77);
-    let targets: Vec<Vec3> = (0..100_000).map(|_| Vec3::new(rng.range(-8.0, 8.0), rng.range(-3.0, 5.0), rng.range(0.5, 10.0))).collect();
+    let targets: Vec<Vec3> = (0..100_000)
+        .map(|_| {
+            Vec3::new(
+                rng.range(-8.0, 8.0),
+                rng.range(-3.0, 5.0),
+                rng.range(0.5, 10.0),
+            )
+        })
+        .collect();
     let segs: Vec<Segment> = targets.iter().map(|&t| Segment::new(eye, t)).collect();
     for engine in std::iter::once(Engine::cpu()).chain(gpu::gpu_engine()) {
         let bits = engine.occluded(&scene, &segs, Mask::SIGHT).unwrap();
@@ -262,12 +405,20 @@ fn a_wall_hides_exactly_what_is_behind_it() {
         for (i, &t) in targets.iter().enumerate() {
             let s = -eye.z / (t.z - eye.z);
             let p = eye + (t - eye) * s; // where the sight line crosses z = 0
-            let margin = (p.x.abs() - 2.0).abs().min((p.y - 0.0).abs()).min((p.y - 2.0).abs());
+            let margin = (p.x.abs() - 2.0)
+                .abs()
+                .min((p.y - 0.0).abs())
+                .min((p.y - 2.0).abs());
             if margin < 1e-4 {
                 continue;
             }
             let expected = p.x.abs() < 2.0 && p.y > 0.0 && p.y < 2.0;
-            assert_eq!(bits.get(i), expected, "{:?}: target {t} (crosses the wall plane at {p})", engine.backend());
+            assert_eq!(
+                bits.get(i),
+                expected,
+                "{:?}: target {t} (crosses the wall plane at {p})",
+                engine.backend()
+            );
             checked += 1;
         }
         assert!(checked > 99_000);
@@ -291,11 +442,23 @@ fn huge_batches_and_small_bindings_split_without_changing_answers() {
 
     // A scene over a 64 KiB binding limit is traced as many chunks, with identical answers.
     let village = procedural::village(2, 1);
-    let small = gpu::gpu_engine_with(EngineOptions { max_binding_bytes: Some(64 << 10) }).unwrap();
+    let small = gpu::gpu_engine_with(EngineOptions {
+        max_binding_bytes: Some(64 << 10),
+    })
+    .unwrap();
     let segs = random_segments(&village, 100_000, 10);
     let rays = random_rays(&village, 100_000, 12);
-    assert_eq!(small.occluded(&village, &segs, Mask::SIGHT).unwrap(), gpu.occluded(&village, &segs, Mask::SIGHT).unwrap());
-    assert_eq!(small.closest_hit_records(&village, &rays, Mask::FIRE).unwrap(), gpu.closest_hit_records(&village, &rays, Mask::FIRE).unwrap());
+    assert_eq!(
+        small.occluded(&village, &segs, Mask::SIGHT).unwrap(),
+        gpu.occluded(&village, &segs, Mask::SIGHT).unwrap()
+    );
+    assert_eq!(
+        small
+            .closest_hit_records(&village, &rays, Mask::FIRE)
+            .unwrap(),
+        gpu.closest_hit_records(&village, &rays, Mask::FIRE)
+            .unwrap()
+    );
 }
 
 #[test]
@@ -304,9 +467,19 @@ fn same_inputs_give_bit_identical_outputs() {
     let segs = random_segments(&scene, 200_000, 1);
     let rays = random_rays(&scene, 200_000, 2);
     for engine in std::iter::once(Engine::cpu()).chain(gpu::gpu_engine()) {
-        let (a, b) = (engine.occluded(&scene, &segs, Mask::SIGHT).unwrap(), engine.occluded(&scene, &segs, Mask::SIGHT).unwrap());
+        let (a, b) = (
+            engine.occluded(&scene, &segs, Mask::SIGHT).unwrap(),
+            engine.occluded(&scene, &segs, Mask::SIGHT).unwrap(),
+        );
         assert_eq!(a, b);
-        let (h1, h2) = (engine.closest_hit_records(&scene, &rays, Mask::SIGHT).unwrap(), engine.closest_hit_records(&scene, &rays, Mask::SIGHT).unwrap());
+        let (h1, h2) = (
+            engine
+                .closest_hit_records(&scene, &rays, Mask::SIGHT)
+                .unwrap(),
+            engine
+                .closest_hit_records(&scene, &rays, Mask::SIGHT)
+                .unwrap(),
+        );
         assert!(bytemuck::cast_slice::<_, u8>(&h1) == bytemuck::cast_slice::<_, u8>(&h2));
     }
 }
@@ -318,16 +491,43 @@ fn bad_queries_are_errors_and_empty_scenes_block_nothing() {
     let good = Segment::new(Vec3::new(-30.0, 1.0, 0.0), Vec3::new(30.0, 1.0, 0.0));
     for engine in std::iter::once(Engine::cpu()).chain(gpu::gpu_engine()) {
         let bad = [good, Segment::new(Vec3::new(f32::NAN, 0.0, 0.0), Vec3::ONE)];
-        let err = engine.occluded(&scene, &bad, Mask::SIGHT).unwrap_err().to_string();
-        assert!(err.contains("query 1") && err.contains("non-finite"), "{err}");
+        let err = engine
+            .occluded(&scene, &bad, Mask::SIGHT)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("query 1") && err.contains("non-finite"),
+            "{err}"
+        );
         let rays = [Ray::new(Vec3::ZERO, Vec3::ZERO, 1.0)];
         assert!(engine.closest_hit(&scene, &rays, Mask::SIGHT).is_err());
-        let rays = [Ray::new(Vec3::ZERO, Vec3::X, f32::INFINITY), Ray::new(Vec3::ZERO, Vec3::new(0.0, f32::INFINITY, 0.0), 1.0)];
+        let rays = [
+            Ray::new(Vec3::ZERO, Vec3::X, f32::INFINITY),
+            Ray::new(Vec3::ZERO, Vec3::new(0.0, f32::INFINITY, 0.0), 1.0),
+        ];
         assert!(engine.closest_hit(&scene, &rays, Mask::SIGHT).is_err());
-        assert_eq!(engine.occluded(&empty, &[good; 40], Mask::SIGHT).unwrap().count_ones(), 0);
-        assert!(engine.closest_hit(&empty, &[Ray::new(Vec3::ZERO, Vec3::X, 9.0)], Mask::SIGHT).unwrap()[0].is_none());
-        assert!(engine.occluded(&scene, &[], Mask::SIGHT).unwrap().is_empty());
-        assert!(engine.occluded(&scene, &[good], Mask::SIGHT).unwrap().get(0), "the rock blocks a line through its middle");
+        assert_eq!(
+            engine
+                .occluded(&empty, &[good; 40], Mask::SIGHT)
+                .unwrap()
+                .count_ones(),
+            0
+        );
+        assert!(engine
+            .closest_hit(&empty, &[Ray::new(Vec3::ZERO, Vec3::X, 9.0)], Mask::SIGHT)
+            .unwrap()[0]
+            .is_none());
+        assert!(engine
+            .occluded(&scene, &[], Mask::SIGHT)
+            .unwrap()
+            .is_empty());
+        assert!(
+            engine
+                .occluded(&scene, &[good], Mask::SIGHT)
+                .unwrap()
+                .get(0),
+            "the rock blocks a line through its middle"
+        );
     }
 }
 
@@ -335,17 +535,31 @@ fn bad_queries_are_errors_and_empty_scenes_block_nothing() {
 fn moving_objects_between_queries_updates_both_backends() {
     let mut scene = procedural::rock(1, 1);
     let mut door = Mesh::default();
-    door.push_quad(Vec3::new(-1.0, 0.0, 0.0), Vec3::new(1.0, 0.0, 0.0), Vec3::new(1.0, 2.0, 0.0), Vec3::new(-1.0, 2.0, 0.0), 0);
+    door.push_quad(
+        Vec3::new(-1.0, 0.0, 0.0),
+        Vec3::new(1.0, 0.0, 0.0),
+        Vec3::new(1.0, 2.0, 0.0),
+        Vec3::new(-1.0, 2.0, 0.0),
+        0,
+    );
     let start = Affine3A::from_translation(Vec3::new(20.0, 0.0, 20.0));
     let id = scene.add_object(door, start, Mobility::Movable).unwrap();
     let through = Segment::new(Vec3::new(20.0, 1.0, 18.0), Vec3::new(20.0, 1.0, 22.0));
-    let engines: Vec<Engine> = std::iter::once(Engine::cpu()).chain(gpu::gpu_engine()).collect();
+    let engines: Vec<Engine> = std::iter::once(Engine::cpu())
+        .chain(gpu::gpu_engine())
+        .collect();
     for e in &engines {
         assert!(e.occluded(&scene, &[through], Mask::SIGHT).unwrap().get(0));
     }
-    scene.set_transform(id, Affine3A::from_translation(Vec3::new(23.0, 0.0, 20.0))).unwrap(); // slide it open
+    scene
+        .set_transform(id, Affine3A::from_translation(Vec3::new(23.0, 0.0, 20.0)))
+        .unwrap(); // slide it open
     for e in &engines {
-        assert!(!e.occluded(&scene, &[through], Mask::SIGHT).unwrap().get(0), "{:?} still sees the closed door", e.backend());
+        assert!(
+            !e.occluded(&scene, &[through], Mask::SIGHT).unwrap().get(0),
+            "{:?} still sees the closed door",
+            e.backend()
+        );
     }
     scene.set_transform(id, start).unwrap();
     for e in &engines {
@@ -358,7 +572,14 @@ fn moving_objects_between_queries_updates_both_backends() {
     assert!(scene.set_transform(id, start).is_err());
     let again = scene.add_object(mesh, start, Mobility::Static).unwrap();
     for e in &engines {
-        let hit = e.closest_hit(&scene, &[Ray::new(through.start(), Vec3::Z, 10.0)], Mask::SIGHT).unwrap()[0].unwrap();
+        let hit = e
+            .closest_hit(
+                &scene,
+                &[Ray::new(through.start(), Vec3::Z, 10.0)],
+                Mask::SIGHT,
+            )
+            .unwrap()[0]
+            .unwrap();
         assert_eq!(scene.triangle_owner(hit.triangle).unwrap().0, again);
         assert!((hit.t - 2.0).abs() < 1e-5);
     }
@@ -366,11 +587,19 @@ fn moving_objects_between_queries_updates_both_backends() {
 
 #[test]
 fn a_lost_device_is_an_error_not_a_panic() {
-    let Some(engine) = gpu::gpu_engine() else { return };
+    let Some(engine) = gpu::gpu_engine() else {
+        return;
+    };
     let scene = procedural::rock(1, 1);
     let segs = random_segments(&scene, 1000, 3);
     assert!(engine.occluded(&scene, &segs, Mask::SIGHT).is_ok());
     engine.gpu().unwrap().device().destroy();
     let err = engine.occluded(&scene, &segs, Mask::SIGHT).unwrap_err();
-    assert!(matches!(err, sightline::Error::DeviceLost(_) | sightline::Error::Gpu(_)), "{err}");
+    assert!(
+        matches!(
+            err,
+            sightline::Error::DeviceLost(_) | sightline::Error::Gpu(_)
+        ),
+        "{err}"
+    );
 }

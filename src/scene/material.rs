@@ -144,7 +144,10 @@ impl MaterialRules {
     pub fn with_rule(mut self, pattern: &str, flags: MaterialFlags, albedo: f32) -> Self {
         self.rules.insert(
             0,
-            (pattern.to_lowercase(), Material::new(pattern, flags, albedo)),
+            (
+                pattern.to_lowercase(),
+                Material::new(pattern, flags, albedo),
+            ),
         );
         self
     }
@@ -178,9 +181,15 @@ mod tests {
         let r = MaterialRules::standard();
         assert_eq!(r.resolve("Window_Glass").flags, MaterialFlags::BLOCKS_FIRE);
         assert_eq!(r.resolve("tree_foliage").flags, MaterialFlags::BLOCKS_SIGHT);
-        assert_eq!(r.resolve("concrete").flags, MaterialFlags::SOLID | MaterialFlags::WALKABLE);
+        assert_eq!(
+            r.resolve("concrete").flags,
+            MaterialFlags::SOLID | MaterialFlags::WALKABLE
+        );
         let r = r.with_rule("concrete", MaterialFlags::BLOCKS_SIGHT, 0.9);
         let m = r.resolve("Concrete_01");
-        assert_eq!((m.flags, m.albedo, m.name.as_str()), (MaterialFlags::BLOCKS_SIGHT, 0.9, "Concrete_01"));
+        assert_eq!(
+            (m.flags, m.albedo, m.name.as_str()),
+            (MaterialFlags::BLOCKS_SIGHT, 0.9, "Concrete_01")
+        );
     }
 }

@@ -48,8 +48,12 @@ impl Mesh {
     /// Appends another mesh, transformed.
     pub fn append(&mut self, other: &Mesh, transform: Affine3A) {
         let base = self.positions.len() as u32;
-        self.positions
-            .extend(other.positions.iter().map(|&p| transform.transform_point3(p)));
+        self.positions.extend(
+            other
+                .positions
+                .iter()
+                .map(|&p| transform.transform_point3(p)),
+        );
         self.triangles
             .extend(other.triangles.iter().map(|t| t.map(|i| i + base)));
         self.materials.extend_from_slice(&other.materials);
@@ -101,10 +105,26 @@ impl Tier {
 }
 
 fn push_world_triangles(obj: &Object, materials: &[Material], out: &mut Vec<GpuTriangle>) {
-    for (i, (tri, &mat)) in obj.mesh.triangles.iter().zip(&obj.mesh.materials).enumerate() {
-        let [a, b, c] = tri.map(|v| obj.transform.transform_point3(obj.mesh.positions[v as usize]));
+    for (i, (tri, &mat)) in obj
+        .mesh
+        .triangles
+        .iter()
+        .zip(&obj.mesh.materials)
+        .enumerate()
+    {
+        let [a, b, c] = tri.map(|v| {
+            obj.transform
+                .transform_point3(obj.mesh.positions[v as usize])
+        });
         let flags = materials[mat as usize].flags.bits();
-        out.push(GpuTriangle::new(a, b, c, obj.first_triangle + i as u32, mat, flags));
+        out.push(GpuTriangle::new(
+            a,
+            b,
+            c,
+            obj.first_triangle + i as u32,
+            mat,
+            flags,
+        ));
     }
 }
 
@@ -269,7 +289,11 @@ impl Scene {
 
     /// Number of live triangles.
     pub fn triangle_count(&self) -> usize {
-        self.objects.iter().flatten().map(|o| o.mesh.triangles.len()).sum()
+        self.objects
+            .iter()
+            .flatten()
+            .map(|o| o.mesh.triangles.len())
+            .sum()
     }
 
     /// All live triangles in world space, with their material indices, in scene-id order.
@@ -278,7 +302,10 @@ impl Scene {
         for obj in self.objects.iter().flatten() {
             for (tri, &m) in obj.mesh.triangles.iter().zip(&obj.mesh.materials) {
                 out.push((
-                    tri.map(|v| obj.transform.transform_point3(obj.mesh.positions[v as usize])),
+                    tri.map(|v| {
+                        obj.transform
+                            .transform_point3(obj.mesh.positions[v as usize])
+                    }),
                     m,
                 ));
             }
@@ -305,7 +332,11 @@ impl Scene {
     pub fn tiers(&self) -> [&Tier; 2] {
         [0, 1].map(|t| {
             self.tiers[t].get_or_init(|| {
-                let mobility = if t == 0 { Mobility::Static } else { Mobility::Movable };
+                let mobility = if t == 0 {
+                    Mobility::Static
+                } else {
+                    Mobility::Movable
+                };
                 Tier::build(&self.objects, &self.materials, mobility)
             })
         })
@@ -354,7 +385,12 @@ pub(crate) fn validate_mesh(mesh: &Mesh, material_count: usize, source: &str) ->
             mesh.materials.len()
         )));
     }
-    if let Some((i, p)) = mesh.positions.iter().enumerate().find(|(_, p)| !p.is_finite()) {
+    if let Some((i, p)) = mesh
+        .positions
+        .iter()
+        .enumerate()
+        .find(|(_, p)| !p.is_finite())
+    {
         return Err(crate::Error::InvalidInput(format!(
             "{source}: vertex {i} has a non-finite coordinate {p}; remove or fix that vertex"
         )));

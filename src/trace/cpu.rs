@@ -42,7 +42,13 @@ impl RayPrep {
             std::mem::swap(&mut kx, &mut ky);
         }
         // Near-zero components get a tiny stand-in so the slab test never computes 0 * inf.
-        let safe = |d: f32| if d.abs() < 1e-30 { 1e-30f32.copysign(d) } else { d };
+        let safe = |d: f32| {
+            if d.abs() < 1e-30 {
+                1e-30f32.copysign(d)
+            } else {
+                d
+            }
+        };
         RayPrep {
             org,
             dir,
@@ -124,7 +130,11 @@ pub fn any_hit(tier: &Tier, r: &RayPrep, t_max: f32, mask: u32) -> bool {
             let l = n.left_or_first as usize;
             let dl = box_entry(r, &nodes[l], t_max);
             let dr = box_entry(r, &nodes[l + 1], t_max);
-            let (near, far, dn, df) = if dl <= dr { (l, l + 1, dl, dr) } else { (l + 1, l, dr, dl) };
+            let (near, far, dn, df) = if dl <= dr {
+                (l, l + 1, dl, dr)
+            } else {
+                (l + 1, l, dr, dl)
+            };
             if dn != f32::INFINITY {
                 if df != f32::INFINITY && sp < STACK_SIZE {
                     stack[sp] = far as u32;
@@ -174,7 +184,11 @@ pub fn closest(tier: &Tier, r: &RayPrep, t_max: f32, mask: u32, best: &mut HitRe
             let l = n.left_or_first as usize;
             let dl = box_entry(r, &nodes[l], limit(best));
             let dr = box_entry(r, &nodes[l + 1], limit(best));
-            let (near, far, dn, df) = if dl <= dr { (l, l + 1, dl, dr) } else { (l + 1, l, dr, dl) };
+            let (near, far, dn, df) = if dl <= dr {
+                (l, l + 1, dl, dr)
+            } else {
+                (l + 1, l, dr, dl)
+            };
             if dn != f32::INFINITY {
                 if df != f32::INFINITY && sp < STACK_SIZE {
                     stack[sp] = far as u32;

@@ -12,7 +12,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "sightline", version, about = "GPU line-of-sight for tactical AI")]
+#[command(
+    name = "sightline",
+    version,
+    about = "GPU line-of-sight for tactical AI"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -116,7 +120,10 @@ fn load_scene(a: &SceneArgs) -> AnyResult<Scene> {
         )
         .into());
     }
-    let opts = LoadOptions { up: if a.z_up { UpAxis::Z } else { UpAxis::Y }, ..Default::default() };
+    let opts = LoadOptions {
+        up: if a.z_up { UpAxis::Z } else { UpAxis::Y },
+        ..Default::default()
+    };
     let (scene, report) = scene::load(&a.scene, &opts)?;
     eprintln!("{report}");
     Ok(scene)
@@ -128,13 +135,24 @@ fn engine(b: BackendArg) -> AnyResult<Engine> {
         BackendArg::Gpu => Engine::headless_gpu(Default::default())?,
         BackendArg::Cpu => Engine::cpu(),
     };
-    eprintln!("backend: {:?}{}", e.backend(), e.adapter_name().map(|n| format!(" on {n}")).unwrap_or_default());
+    eprintln!(
+        "backend: {:?}{}",
+        e.backend(),
+        e.adapter_name()
+            .map(|n| format!(" on {n}"))
+            .unwrap_or_default()
+    );
     Ok(e)
 }
 
 fn run(cli: Cli) -> AnyResult<()> {
     match cli.command {
-        Command::Trace { scene, segments, mask, out } => {
+        Command::Trace {
+            scene,
+            segments,
+            mask,
+            out,
+        } => {
             let segs = read_segments(&segments)?;
             let s = load_scene(&scene)?;
             let e = engine(scene.backend)?;
@@ -150,7 +168,9 @@ fn run(cli: Cli) -> AnyResult<()> {
                 .collect();
             let hits = e.closest_hit(&s, &rays, mask)?;
             let secs = t.elapsed().as_secs_f64();
-            let mut w = BufWriter::new(std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?);
+            let mut w = BufWriter::new(
+                std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?,
+            );
             writeln!(w, "hit,distance,triangle")?;
             for (h, seg) in hits.iter().zip(&segs) {
                 match h {
@@ -169,14 +189,22 @@ fn run(cli: Cli) -> AnyResult<()> {
             );
             Ok(())
         }
-        Command::Viewshed { scene, observer, cell, png } => {
+        Command::Viewshed {
+            scene,
+            observer,
+            cell,
+            png,
+        } => {
             let observer = match observer.or_else(|| procedural::default_observer(&scene.scene)) {
                 Some(o) => o,
                 None => return Err("give --observer X,Y,Z (metres) for a mesh file".into()),
             };
             let s = load_scene(&scene)?;
             let e = engine(scene.backend)?;
-            let params = ViewshedParams { cell, ..Default::default() };
+            let params = ViewshedParams {
+                cell,
+                ..Default::default()
+            };
             let v = viewshed(&e, &s, observer, &params)?;
             println!(
                 "viewshed from {observer}: {} x {} cells of {cell} m, {} ground cells, {} visible, {} hidden; \
@@ -191,7 +219,9 @@ fn run(cli: Cli) -> AnyResult<()> {
                 v.rays_per_second() / 1e6
             );
             if let Some(path) = png {
-                picture::viewshed_png(&v).save(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                picture::viewshed_png(&v)
+                    .save(&path)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
                 println!("wrote {}", path.display());
             }
             Ok(())
@@ -210,9 +240,10 @@ fn read_segments(path: &Path) -> AnyResult<Vec<Segment>> {
         }
         let v: Result<Vec<f32>, _> = t.split(',').map(|p| p.trim().parse::<f32>()).collect();
         match v {
-            Ok(v) if v.len() == 6 && v.iter().all(|c| c.is_finite()) => {
-                segs.push(Segment::new(Vec3::new(v[0], v[1], v[2]), Vec3::new(v[3], v[4], v[5])))
-            }
+            Ok(v) if v.len() == 6 && v.iter().all(|c| c.is_finite()) => segs.push(Segment::new(
+                Vec3::new(v[0], v[1], v[2]),
+                Vec3::new(v[3], v[4], v[5]),
+            )),
             // A header line is allowed as the first line.
             Err(_) if segs.is_empty() && n == 0 && t.chars().any(|c| c.is_ascii_alphabetic()) => {}
             _ => {

@@ -11,8 +11,16 @@ pub fn viewshed_png(v: &Viewshed) -> RgbImage {
         .ground
         .iter()
         .filter(|g| g.is_finite())
-        .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), &g| (a.min(g), b.max(g)));
-    let shade = |g: f32| if hi > lo { 0.55 + 0.45 * (g - lo) / (hi - lo) } else { 1.0 };
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), &g| {
+            (a.min(g), b.max(g))
+        });
+    let shade = |g: f32| {
+        if hi > lo {
+            0.55 + 0.45 * (g - lo) / (hi - lo)
+        } else {
+            1.0
+        }
+    };
     let mut img = RgbImage::new(v.width as u32 * scale, v.height as u32 * scale);
     for (i, (&s, &g)) in v.state.iter().zip(&v.ground).enumerate() {
         let colour = match s {
@@ -28,8 +36,16 @@ pub fn viewshed_png(v: &Viewshed) -> RgbImage {
             }
         }
     }
-    let centre = ((v.observer.x - v.origin.x) / v.cell * scale as f32, (v.observer.z - v.origin.y) / v.cell * scale as f32);
-    ring(&mut img, centre, 6.0 * scale as f32 / 2.0 + 4.0, Rgb([230, 30, 30]));
+    let centre = (
+        (v.observer.x - v.origin.x) / v.cell * scale as f32,
+        (v.observer.z - v.origin.y) / v.cell * scale as f32,
+    );
+    ring(
+        &mut img,
+        centre,
+        6.0 * scale as f32 / 2.0 + 4.0,
+        Rgb([230, 30, 30]),
+    );
     img
 }
 
@@ -43,7 +59,12 @@ fn ring(img: &mut RgbImage, (cx, cy): (f32, f32), radius: f32, colour: Rgb<u8>) 
     for y in (cy as i64 - r)..=(cy as i64 + r) {
         for x in (cx as i64 - r)..=(cx as i64 + r) {
             let d = ((x as f32 - cx).powi(2) + (y as f32 - cy).powi(2)).sqrt();
-            if (0..w as i64).contains(&x) && (0..h as i64).contains(&y) && d <= radius && d >= radius - 2.5 || d < 2.0 {
+            if (0..w as i64).contains(&x)
+                && (0..h as i64).contains(&y)
+                && d <= radius
+                && d >= radius - 2.5
+                || d < 2.0
+            {
                 if (0..w as i64).contains(&x) && (0..h as i64).contains(&y) {
                     img.put_pixel(x as u32, y as u32, colour);
                 }

@@ -16,7 +16,10 @@ pub(crate) const FLOOR_TOP: f32 = 0.05;
 pub(crate) fn door_frames(center: Vec3, normal: Vec3, width: f32) -> (Affine3A, Affine3A) {
     let along = if normal.z != 0.0 { Vec2::X } else { Vec2::Y };
     let hinge = center - Vec3::new(along.x, 0.0, along.y) * width / 2.0 + Vec3::Y * 0.06;
-    (frame(hinge, along), frame(hinge, Vec2::new(-normal.x, -normal.z)))
+    (
+        frame(hinge, along),
+        frame(hinge, Vec2::new(-normal.x, -normal.z)),
+    )
 }
 
 /// Which exterior wall; north is -Z.
@@ -99,10 +102,26 @@ impl Building {
         for side in [Side::North, Side::South, Side::West, Side::East] {
             // Wall placement: local u runs along +X (north/south) or +Z (west/east).
             let (origin, dir, len) = match side {
-                Side::North => (Vec3::new(self.min.x, self.base, self.min.y + t / 2.0), Vec2::X, self.max.x - self.min.x),
-                Side::South => (Vec3::new(self.min.x, self.base, self.max.y - t / 2.0), Vec2::X, self.max.x - self.min.x),
-                Side::West => (Vec3::new(self.min.x + t / 2.0, self.base, self.min.y + t), Vec2::Y, self.max.y - self.min.y - 2.0 * t),
-                Side::East => (Vec3::new(self.max.x - t / 2.0, self.base, self.min.y + t), Vec2::Y, self.max.y - self.min.y - 2.0 * t),
+                Side::North => (
+                    Vec3::new(self.min.x, self.base, self.min.y + t / 2.0),
+                    Vec2::X,
+                    self.max.x - self.min.x,
+                ),
+                Side::South => (
+                    Vec3::new(self.min.x, self.base, self.max.y - t / 2.0),
+                    Vec2::X,
+                    self.max.x - self.min.x,
+                ),
+                Side::West => (
+                    Vec3::new(self.min.x + t / 2.0, self.base, self.min.y + t),
+                    Vec2::Y,
+                    self.max.y - self.min.y - 2.0 * t,
+                ),
+                Side::East => (
+                    Vec3::new(self.max.x - t / 2.0, self.base, self.min.y + t),
+                    Vec2::Y,
+                    self.max.y - self.min.y - 2.0 * t,
+                ),
             };
             let start = if dir == Vec2::X { origin.x } else { origin.z };
             let holes: Vec<Hole> = self
@@ -144,7 +163,13 @@ impl Building {
             let holes: Vec<Hole> = iw
                 .doors
                 .iter()
-                .map(|&(c, w)| Hole { u0: c - w / 2.0 - start, u1: c + w / 2.0 - start, v0: 0.0, v1: 2.1, glass: false })
+                .map(|&(c, w)| Hole {
+                    u0: c - w / 2.0 - start,
+                    u1: c + w / 2.0 - start,
+                    v0: 0.0,
+                    v1: 2.1,
+                    glass: false,
+                })
                 .collect();
             for k in 0..self.storeys {
                 let y = self.base + k as f32 * self.storey_h;

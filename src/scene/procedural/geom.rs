@@ -61,7 +61,12 @@ fn span(lo: f32, hi: f32, i: u32, n: u32) -> f32 {
 /// A closed solid: the image of the unit cube under `map`, with `n[k]` segments along cube
 /// axis `k`. `mats` are per face, in order -x, +x, -y, +y, -z, +z. Faces point outwards when
 /// `map` preserves orientation.
-pub(crate) fn closed_map(mesh: &mut Mesh, n: [u32; 3], mats: [u32; 6], map: impl Fn([f32; 3]) -> Vec3) {
+pub(crate) fn closed_map(
+    mesh: &mut Mesh,
+    n: [u32; 3],
+    mats: [u32; 6],
+    map: impl Fn([f32; 3]) -> Vec3,
+) {
     for a in 0..3 {
         let (b, c) = ((a + 1) % 3, (a + 2) % 3);
         for side in 0..2u32 {
@@ -123,15 +128,29 @@ impl Bumps {
         Bumps(
             (0..6)
                 .map(|_| {
-                    let d = Vec3::new(rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0));
+                    let d = Vec3::new(
+                        rng.range(-1.0, 1.0),
+                        rng.range(-1.0, 1.0),
+                        rng.range(-1.0, 1.0),
+                    );
                     let d = d.try_normalize().unwrap_or(Vec3::X);
-                    (d, rng.range(1.5, 3.5), rng.range(0.0, 6.3), amplitude * rng.range(0.3, 1.0))
+                    (
+                        d,
+                        rng.range(1.5, 3.5),
+                        rng.range(0.0, 6.3),
+                        amplitude * rng.range(0.3, 1.0),
+                    )
                 })
                 .collect(),
         )
     }
     fn at(&self, dir: Vec3) -> f32 {
-        1.0 + self.0.iter().map(|&(d, f, ph, a)| a * (f * dir.dot(d) + ph).sin()).sum::<f32>() / 3.0
+        1.0 + self
+            .0
+            .iter()
+            .map(|&(d, f, ph, a)| a * (f * dir.dot(d) + ph).sin())
+            .sum::<f32>()
+            / 3.0
     }
 }
 
@@ -145,13 +164,26 @@ pub(crate) fn blob(mesh: &mut Mesh, center: Vec3, radii: Vec3, n: u32, bumps: &B
 }
 
 /// A closed `sides`-gon prism (a wheel), axis along local Z, centred on `center`.
-pub(crate) fn wheel(mesh: &mut Mesh, center: Vec3, radius: f32, half_width: f32, sides: u32, mat: u32) {
+pub(crate) fn wheel(
+    mesh: &mut Mesh,
+    center: Vec3,
+    radius: f32,
+    half_width: f32,
+    sides: u32,
+    mat: u32,
+) {
     let ring = |i: u32, z: f32| {
         let a = std::f32::consts::TAU * (i % sides) as f32 / sides as f32;
         center + Vec3::new(radius * a.cos(), radius * a.sin(), z)
     };
     let (lo, hi) = (-half_width, half_width);
-    grid(mesh, sides, 1, |i, j| ring(i, if j == 0 { lo } else { hi }), |_, _| mat);
+    grid(
+        mesh,
+        sides,
+        1,
+        |i, j| ring(i, if j == 0 { lo } else { hi }),
+        |_, _| mat,
+    );
     for (z, flip) in [(hi, false), (lo, true)] {
         let c = center + Vec3::Z * z;
         for i in 0..sides {
@@ -210,7 +242,9 @@ pub(crate) fn wall(
             (us[i as usize] + us[i as usize + 1]) / 2.0,
             (vs[j as usize] + vs[j as usize + 1]) / 2.0,
         );
-        !holes.iter().any(|h| cu > h.u0 && cu < h.u1 && cv > h.v0 && cv < h.v1)
+        !holes
+            .iter()
+            .any(|h| cu > h.u0 && cu < h.u1 && cv > h.v0 && cv < h.v1)
     };
     let w = [-thick / 2.0, thick / 2.0];
     let nw = segs(thick, density);
@@ -218,8 +252,16 @@ pub(crate) fn wall(
     // An axis-aligned rectangle: axis `a` fixed at `at`, spanning `r1` on axis (a+1)%3 and `r2`
     // on (a+2)%3; front along +a unless `neg`.
     let mut rect = |a: usize, at: f32, r1: [f32; 2], r2: [f32; 2], neg: bool| {
-        let n1 = if (a + 1) % 3 == 2 { nw } else { segs(r1[1] - r1[0], density) };
-        let n2 = if (a + 2) % 3 == 2 { nw } else { segs(r2[1] - r2[0], density) };
+        let n1 = if (a + 1) % 3 == 2 {
+            nw
+        } else {
+            segs(r1[1] - r1[0], density)
+        };
+        let n2 = if (a + 2) % 3 == 2 {
+            nw
+        } else {
+            segs(r2[1] - r2[0], density)
+        };
         let pt = |i: u32, j: u32| {
             let mut p = [0.0; 3];
             p[a] = at;
@@ -275,13 +317,26 @@ pub(crate) fn frame(origin: Vec3, dir: Vec2) -> Affine3A {
 
 /// A parked vehicle in local space: length along +X, ground at y = 0, centred on the origin.
 /// The body rides on four wheels with `clearance` metres of open space beneath it.
-pub(crate) fn vehicle(b: &mut Builder, length: f32, width: f32, clearance: f32, truck: bool) -> Mesh {
+pub(crate) fn vehicle(
+    b: &mut Builder,
+    length: f32,
+    width: f32,
+    clearance: f32,
+    truck: bool,
+) -> Mesh {
     let (metal, tire) = (b.mat(Mat::Metal), b.mat(Mat::Tire));
     let d = b.density;
     let mut m = Mesh::default();
     let (hl, hw) = (length / 2.0, width / 2.0);
     let body_top = clearance + if truck { 1.0 } else { 0.7 };
-    cuboid(&mut m, Vec3::new(-hl, clearance, -hw), Vec3::new(hl, body_top, hw), d, metal, Affine3A::IDENTITY);
+    cuboid(
+        &mut m,
+        Vec3::new(-hl, clearance, -hw),
+        Vec3::new(hl, body_top, hw),
+        d,
+        metal,
+        Affine3A::IDENTITY,
+    );
     // Cabin (a car's greenhouse or a truck's cargo box), sloped at the front and back for cars.
     let (top, x0, x1, inset) = if truck {
         (body_top + 1.3, -hl, hl * 0.35, 0.0)

@@ -29,7 +29,7 @@ pub use rock::rock;
 pub use sniper::{sniper, sniper_layout, SniperLayout};
 pub use urban::urban;
 pub use village::{
-    village, village_layout, village_waypoints, Doorway, Door, VillageLayout, Window,
+    village, village_layout, village_waypoints, Door, Doorway, VillageLayout, Window,
 };
 
 use super::{Material, MaterialFlags, Mesh, Mobility, Scene};

@@ -24,8 +24,22 @@ pub fn rock(seed: u64, detail: u32) -> Scene {
     let ground = b.mat(Mat::Ground);
     let stone = b.mat(Mat::Rock);
     let n = segs(2.0 * HALF, 0.5 * d);
-    height_field(&mut b.level, Vec2::splat(-HALF), Vec2::splat(HALF), [n, n], |_, _| 0.0, |_, _| ground);
+    height_field(
+        &mut b.level,
+        Vec2::splat(-HALF),
+        Vec2::splat(HALF),
+        [n, n],
+        |_, _| 0.0,
+        |_, _| ground,
+    );
     let bumps = Bumps::new(&mut rng, 0.12);
-    blob(&mut b.level, ROCK_CENTER, ROCK_RADII, segs(8.0, d), &bumps, stone);
+    blob(
+        &mut b.level,
+        ROCK_CENTER,
+        ROCK_RADII,
+        segs(8.0, d),
+        &bumps,
+        stone,
+    );
     b.finish()
 }

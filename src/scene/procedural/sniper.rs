@@ -65,26 +65,76 @@ const BED: f32 = -3.0;
 const WATER: f32 = -2.7;
 
 fn buildings() -> [(Building, Side); 2] {
-    let make = |min: Vec2, max: Vec2, win_side, win_z: [f32; 2], door_side, door_x: f32, inner_z: f32| Building {
-        min,
-        max,
-        base: 0.0,
-        storeys: 1,
-        storey_h: 3.0,
-        wall_t: 0.3,
-        parapet: 0.0,
-        openings: vec![
-            Opening { side: win_side, along: win_z[0], bottom: 1.0, width: 1.2, height: 1.0, glass: false },
-            Opening { side: win_side, along: win_z[1], bottom: 1.0, width: 1.2, height: 1.0, glass: false },
-            Opening { side: door_side, along: door_x, bottom: 0.0, width: 0.9, height: 2.1, glass: false },
-        ],
-        interior: vec![InteriorWall { along_x: true, at: inner_z, doors: vec![(door_x, 0.9)] }],
-        wall: Mat::Plaster,
-        roof: Mat::Roof,
-    };
+    let make =
+        |min: Vec2, max: Vec2, win_side, win_z: [f32; 2], door_side, door_x: f32, inner_z: f32| {
+            Building {
+                min,
+                max,
+                base: 0.0,
+                storeys: 1,
+                storey_h: 3.0,
+                wall_t: 0.3,
+                parapet: 0.0,
+                openings: vec![
+                    Opening {
+                        side: win_side,
+                        along: win_z[0],
+                        bottom: 1.0,
+                        width: 1.2,
+                        height: 1.0,
+                        glass: false,
+                    },
+                    Opening {
+                        side: win_side,
+                        along: win_z[1],
+                        bottom: 1.0,
+                        width: 1.2,
+                        height: 1.0,
+                        glass: false,
+                    },
+                    Opening {
+                        side: door_side,
+                        along: door_x,
+                        bottom: 0.0,
+                        width: 0.9,
+                        height: 2.1,
+                        glass: false,
+                    },
+                ],
+                interior: vec![InteriorWall {
+                    along_x: true,
+                    at: inner_z,
+                    doors: vec![(door_x, 0.9)],
+                }],
+                wall: Mat::Plaster,
+                roof: Mat::Roof,
+            }
+        };
     [
-        (make(Vec2::new(-36.0, 8.0), Vec2::new(-26.0, 18.0), Side::East, [10.5, 15.5], Side::North, -31.0, 13.0), Side::East),
-        (make(Vec2::new(26.0, -18.0), Vec2::new(36.0, -8.0), Side::West, [-15.5, -10.5], Side::South, 31.0, -13.0), Side::West),
+        (
+            make(
+                Vec2::new(-36.0, 8.0),
+                Vec2::new(-26.0, 18.0),
+                Side::East,
+                [10.5, 15.5],
+                Side::North,
+                -31.0,
+                13.0,
+            ),
+            Side::East,
+        ),
+        (
+            make(
+                Vec2::new(26.0, -18.0),
+                Vec2::new(36.0, -8.0),
+                Side::West,
+                [-15.5, -10.5],
+                Side::South,
+                31.0,
+                -13.0,
+            ),
+            Side::West,
+        ),
     ]
 }
 
@@ -92,27 +142,40 @@ fn buildings() -> [(Building, Side); 2] {
 #[must_use]
 pub fn sniper_layout() -> SniperLayout {
     let bs = buildings().map(|(bld, win_side)| {
-        let win: Vec<Vec3> = bld.openings[..2].iter().map(|o| bld.opening_center(o) + Vec3::Y * 0.5).collect();
+        let win: Vec<Vec3> = bld.openings[..2]
+            .iter()
+            .map(|o| bld.opening_center(o) + Vec3::Y * 0.5)
+            .collect();
         let door = bld.openings[2];
         let c = bld.opening_center(&door);
         let (closed, open) = door_frames(c, door.side.normal(), door.width);
-        (bld, win_side, [win[0], win[1]], c, door.side.normal(), closed, open)
+        (
+            bld,
+            win_side,
+            [win[0], win[1]],
+            c,
+            door.side.normal(),
+            closed,
+            open,
+        )
     });
     let mut i = 0;
-    let buildings = bs.map(|(bld, side, windows, door, door_normal, door_closed, door_open)| {
-        i += 1;
-        SniperBuilding {
-            min: Vec3::new(bld.min.x, 0.0, bld.min.y),
-            max: Vec3::new(bld.max.x, 3.0, bld.max.y),
-            windows,
-            window_normal: side.normal(),
-            door,
-            door_normal,
-            door_object: ObjectId(i),
-            door_closed,
-            door_open,
-        }
-    });
+    let buildings = bs.map(
+        |(bld, side, windows, door, door_normal, door_closed, door_open)| {
+            i += 1;
+            SniperBuilding {
+                min: Vec3::new(bld.min.x, 0.0, bld.min.y),
+                max: Vec3::new(bld.max.x, 3.0, bld.max.y),
+                windows,
+                window_normal: side.normal(),
+                door,
+                door_normal,
+                door_object: ObjectId(i),
+                door_closed,
+                door_open,
+            }
+        },
+    );
     SniperLayout {
         min: Vec3::new(-HALF.x, 0.0, -HALF.y),
         max: Vec3::new(HALF.x, 0.0, HALF.y),
@@ -140,12 +203,24 @@ pub fn sniper_layout() -> SniperLayout {
 pub fn sniper(_seed: u64, detail: u32) -> Scene {
     let d = super::detail(detail);
     let mut b = Builder::new(d);
-    let (grass, bed, rock, water) = (b.mat(Mat::Grass), b.mat(Mat::Ground), b.mat(Mat::Rock), b.mat(Mat::Water));
+    let (grass, bed, rock, water) = (
+        b.mat(Mat::Grass),
+        b.mat(Mat::Ground),
+        b.mat(Mat::Rock),
+        b.mat(Mat::Water),
+    );
     let nz = segs(2.0 * HALF.y, d);
     let nbank = segs(HALF.x - CREEK, d);
     let ncreek = segs(2.0 * CREEK, d);
     let flat = |b: &mut Builder, x0: f32, x1: f32, nx: u32, y: f32, m: u32| {
-        height_field(&mut b.level, Vec2::new(x0, -HALF.y), Vec2::new(x1, HALF.y), [nx, nz], |_, _| y, |_, _| m);
+        height_field(
+            &mut b.level,
+            Vec2::new(x0, -HALF.y),
+            Vec2::new(x1, HALF.y),
+            [nx, nz],
+            |_, _| y,
+            |_, _| m,
+        );
     };
     flat(&mut b, -HALF.x, -CREEK, nbank, 0.0, grass);
     flat(&mut b, CREEK, HALF.x, nbank, 0.0, grass);
@@ -153,31 +228,92 @@ pub fn sniper(_seed: u64, detail: u32) -> Scene {
     flat(&mut b, -CREEK, CREEK, ncreek, WATER, water);
     // Vertical banks, facing into the creek; their edges match the grids' vertices.
     let ny = segs(-BED, d);
-    let y = |i: u32| if i >= ny { 0.0 } else { BED - BED * i as f32 / ny as f32 };
-    let z = |j: u32| if j >= nz { HALF.y } else { -HALF.y + 2.0 * HALF.y * (j as f32 / nz as f32) };
-    grid(&mut b.level, ny, nz, |i, j| Vec3::new(-CREEK, y(i), z(j)), |_, _| rock);
-    grid(&mut b.level, nz, ny, |j, i| Vec3::new(CREEK, y(i), z(j)), |_, _| rock);
+    let y = |i: u32| {
+        if i >= ny {
+            0.0
+        } else {
+            BED - BED * i as f32 / ny as f32
+        }
+    };
+    let z = |j: u32| {
+        if j >= nz {
+            HALF.y
+        } else {
+            -HALF.y + 2.0 * HALF.y * (j as f32 / nz as f32)
+        }
+    };
+    grid(
+        &mut b.level,
+        ny,
+        nz,
+        |i, j| Vec3::new(-CREEK, y(i), z(j)),
+        |_, _| rock,
+    );
+    grid(
+        &mut b.level,
+        nz,
+        ny,
+        |j, i| Vec3::new(CREEK, y(i), z(j)),
+        |_, _| rock,
+    );
 
     let concrete = b.mat(Mat::Concrete);
     let id = Affine3A::IDENTITY;
-    cuboid(&mut b.level, Vec3::new(-CREEK, -0.4, -2.0), Vec3::new(CREEK, 0.0, 2.0), d, concrete, id);
+    cuboid(
+        &mut b.level,
+        Vec3::new(-CREEK, -0.4, -2.0),
+        Vec3::new(CREEK, 0.0, 2.0),
+        d,
+        concrete,
+        id,
+    );
     for (z0, z1) in [(-2.0, -1.75), (1.75, 2.0)] {
-        cuboid(&mut b.level, Vec3::new(-5.0, 0.0, z0), Vec3::new(5.0, 1.0, z1), d, concrete, id);
+        cuboid(
+            &mut b.level,
+            Vec3::new(-5.0, 0.0, z0),
+            Vec3::new(5.0, 1.0, z1),
+            d,
+            concrete,
+            id,
+        );
     }
     // Stairs: 12 steps of 0.25 m x 0.3 m against a bank, with a sloped half wall beside them.
     let stair = b.mat(Mat::Stair);
-    for (x0, x1, wall_x, z_foot, dir) in [(-CREEK, -2.5, -2.5 + 0.125, -11.0, -1.0), (2.5, CREEK, 2.5 - 0.125, 11.0, 1.0)] {
+    for (x0, x1, wall_x, z_foot, dir) in [
+        (-CREEK, -2.5, -2.5 + 0.125, -11.0, -1.0),
+        (2.5, CREEK, 2.5 - 0.125, 11.0, 1.0),
+    ] {
         for i in 0..12 {
-            let (za, zb) = (z_foot + dir * 0.3 * i as f32, z_foot + dir * 0.3 * (i + 1) as f32);
+            let (za, zb) = (
+                z_foot + dir * 0.3 * i as f32,
+                z_foot + dir * 0.3 * (i + 1) as f32,
+            );
             let top = BED + 0.25 * (i + 1) as f32;
-            cuboid(&mut b.level, Vec3::new(x0, BED, za.min(zb)), Vec3::new(x1, top, za.max(zb)), d, stair, id);
+            cuboid(
+                &mut b.level,
+                Vec3::new(x0, BED, za.min(zb)),
+                Vec3::new(x1, top, za.max(zb)),
+                d,
+                stair,
+                id,
+            );
         }
         let z_head = z_foot + dir * 3.6;
         let c: [Vec3; 8] = std::array::from_fn(|k| {
             let x = wall_x + if k & 1 == 0 { -0.125 } else { 0.125 };
-            let z = if k & 4 == 0 { z_foot.min(z_head) } else { z_foot.max(z_head) };
+            let z = if k & 4 == 0 {
+                z_foot.min(z_head)
+            } else {
+                z_foot.max(z_head)
+            };
             let at_head = (z - z_head).abs() < 1e-3;
-            let y = if k & 2 == 0 { BED } else if at_head { 1.0 } else { BED + 0.25 + 1.0 };
+            let y = if k & 2 == 0 {
+                BED
+            } else if at_head {
+                1.0
+            } else {
+                BED + 0.25 + 1.0
+            };
             Vec3::new(x, y, z)
         });
         hexa(&mut b.level, &c, d, [concrete; 6]);
@@ -186,7 +322,15 @@ pub fn sniper(_seed: u64, detail: u32) -> Scene {
     let layout = sniper_layout();
     for [a, e] in layout.full_walls {
         let dir = Vec2::new(e.x - a.x, e.z - a.z);
-        wall(&mut b, dir.length(), 3.0, 0.3, &[] as &[Hole], concrete, frame(a, dir));
+        wall(
+            &mut b,
+            dir.length(),
+            3.0,
+            0.3,
+            &[] as &[Hole],
+            concrete,
+            frame(a, dir),
+        );
     }
     for (bld, _) in buildings() {
         bld.build(&mut b);

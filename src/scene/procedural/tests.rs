@@ -26,7 +26,11 @@ fn surfaces_at(scene: &Scene, x: f32, z: f32, flags: MaterialFlags) -> Vec<f32> 
         .iter()
         .filter(|(_, m)| mats[*m as usize].flags.intersects(flags))
         .filter_map(|([a, b, c], _)| {
-            let (a2, b2, c2) = (Vec2::new(a.x, a.z), Vec2::new(b.x, b.z), Vec2::new(c.x, c.z));
+            let (a2, b2, c2) = (
+                Vec2::new(a.x, a.z),
+                Vec2::new(b.x, b.z),
+                Vec2::new(c.x, c.z),
+            );
             let area = (b2 - a2).perp_dot(c2 - a2);
             if area.abs() < 1e-9 {
                 return None;
@@ -41,7 +45,10 @@ fn surfaces_at(scene: &Scene, x: f32, z: f32, flags: MaterialFlags) -> Vec<f32> 
 
 fn check_valid(scene: &Scene) {
     for (i, ([a, b, c], m)) in tris(scene).iter().enumerate() {
-        assert!(a.is_finite() && b.is_finite() && c.is_finite(), "triangle {i} not finite");
+        assert!(
+            a.is_finite() && b.is_finite() && c.is_finite(),
+            "triangle {i} not finite"
+        );
         let area = (*b - *a).cross(*c - *a).length() / 2.0;
         assert!(area > 1e-7, "triangle {i} is degenerate: {a} {b} {c}");
         assert!((*m as usize) < scene.materials().len());
@@ -53,11 +60,22 @@ fn every_scene_is_valid_deterministic_and_grows_with_detail() {
     for name in NAMES {
         let a = by_name(name, 7, 1).unwrap();
         let b = by_name(name, 7, 1).unwrap();
-        assert_eq!(a.world_triangles(), b.world_triangles(), "{name} not deterministic");
+        assert_eq!(
+            a.world_triangles(),
+            b.world_triangles(),
+            "{name} not deterministic"
+        );
         check_valid(&a);
         let c = by_name(name, 7, 2).unwrap();
-        assert!(c.triangle_count() > 2 * a.triangle_count(), "{name}: detail 2 should be much finer");
-        assert_eq!(by_name(name, 7, 0).unwrap().world_triangles(), a.world_triangles(), "detail 0 is 1");
+        assert!(
+            c.triangle_count() > 2 * a.triangle_count(),
+            "{name}: detail 2 should be much finer"
+        );
+        assert_eq!(
+            by_name(name, 7, 0).unwrap().world_triangles(),
+            a.world_triangles(),
+            "detail 0 is 1"
+        );
         assert!(default_observer(name).is_some());
     }
     assert!(by_name("nope", 1, 1).is_none());
@@ -87,12 +105,18 @@ fn urban_reaches_a_million_triangles() {
 fn footprints_match_the_spec() {
     let (lo, hi) = bounds(&urban(3, 1));
     let size = hi - lo;
-    assert!((size.x - 100.0).abs() < 0.1 && (size.z - 122.0).abs() < 0.1, "urban {size}");
+    assert!(
+        (size.x - 100.0).abs() < 0.1 && (size.z - 122.0).abs() < 0.1,
+        "urban {size}"
+    );
     assert!(size.y > 6.0, "urban needs multi-storey buildings");
     let (lo, hi) = bounds(&village(3, 1));
     assert!((hi.x - lo.x - 120.0).abs() < 0.1 && (hi.z - lo.z - 120.0).abs() < 0.1);
     let (lo, hi) = bounds(&rock(3, 1));
-    assert!((hi.x - lo.x - 100.0).abs() < 0.1 && hi.y > 4.0 && hi.y < 6.5, "rock {lo} {hi}");
+    assert!(
+        (hi.x - lo.x - 100.0).abs() < 0.1 && hi.y > 4.0 && hi.y < 6.5,
+        "rock {lo} {hi}"
+    );
     let (lo, hi) = bounds(&sniper(3, 1));
     assert!((hi.x - lo.x - 80.0).abs() < 0.1 && (hi.z - lo.z - 60.0).abs() < 0.1);
 }
@@ -127,7 +151,10 @@ fn village_cliff_slope_and_features() {
     assert!(steep > 0, "no steep triangles at the slope");
     assert!(l.steep_slope_normal.y < 0.7071 && l.steep_slope_degrees > 45.0);
     // Flat ground at the features; a roof over the room; open sky in a doorway.
-    for p in [l.building_center + Vec3::X * 12.0, l.vehicles[0].position + Vec3::X * 3.0] {
+    for p in [
+        l.building_center + Vec3::X * 12.0,
+        l.vehicles[0].position + Vec3::X * 3.0,
+    ] {
         assert!(surface_at(&s, p.x, p.z, solid).unwrap().abs() < 1e-4);
     }
     let roof = surface_at(&s, l.room_center.x, l.room_center.z, solid).unwrap();
@@ -135,8 +162,14 @@ fn village_cliff_slope_and_features() {
     for d in &l.doorways {
         let p = d.center + d.normal * 0.02;
         let hs = surfaces_at(&s, p.x, p.z, solid);
-        assert!(hs.iter().all(|&h| h < 0.06 || h > 2.09), "doorway {p} blocked: {hs:?}");
-        assert!(hs.iter().any(|&h| (h - d.height - 0.0).abs() < 0.06), "no lintel over {p}");
+        assert!(
+            hs.iter().all(|&h| h < 0.06 || h > 2.09),
+            "doorway {p} blocked: {hs:?}"
+        );
+        assert!(
+            hs.iter().any(|&h| (h - d.height - 0.0).abs() < 0.06),
+            "no lintel over {p}"
+        );
     }
     assert!(l.doorways.iter().all(|d| (d.width - 0.9).abs() < 1e-6));
     assert_eq!(l.doors.len(), 3);
@@ -163,7 +196,8 @@ fn village_vehicles_can_be_seen_under() {
         let p = v.position;
         let blocked = tris(&s).iter().any(|(t, m)| {
             mats[*m as usize].flags.contains(MaterialFlags::SOLID)
-                && t.iter().all(|q| Vec2::new(q.x - p.x, q.z - p.z).length() < 0.5)
+                && t.iter()
+                    .all(|q| Vec2::new(q.x - p.x, q.z - p.z).length() < 0.5)
                 && t.iter().any(|q| q.y > 0.05 && q.y < v.clearance - 0.01)
         });
         assert!(!blocked, "vehicle at {p} has no clearance");
@@ -180,7 +214,10 @@ fn sniper_creek_is_below_the_banks() {
     let bed = surface_at(&s, 0.0, 10.0, solid).unwrap();
     let west = surface_at(&s, -20.0, 10.0, solid).unwrap();
     let east = surface_at(&s, 20.0, 10.0, solid).unwrap();
-    assert!(bed < west - 2.5 && bed < east - 2.5, "bed {bed} banks {west} {east}");
+    assert!(
+        bed < west - 2.5 && bed < east - 2.5,
+        "bed {bed} banks {west} {east}"
+    );
     let water = surface_at(&s, 0.0, 10.0, MaterialFlags::WALKABLE).unwrap();
     assert!((water - l.water_y).abs() < 1e-4);
     // The bridge deck is at bank level, the parapets 1 m above it.
@@ -188,6 +225,8 @@ fn sniper_creek_is_below_the_banks() {
     assert!((surface_at(&s, 0.0, 1.9, solid).unwrap() - 1.0).abs() < 1e-4);
     // Stairs climb out of the creek.
     let [foot, head] = l.stairs[0];
-    assert!(surface_at(&s, foot.x, foot.z + 0.2 * (head.z - foot.z).signum(), solid).unwrap() < -2.5);
+    assert!(
+        surface_at(&s, foot.x, foot.z + 0.2 * (head.z - foot.z).signum(), solid).unwrap() < -2.5
+    );
     assert!(surface_at(&s, head.x, head.z, solid).unwrap().abs() < 1e-4);
 }

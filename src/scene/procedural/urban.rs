@@ -35,7 +35,11 @@ fn in_street(x: f32, z: f32) -> bool {
 }
 
 fn in_sidewalk(x: f32, z: f32) -> bool {
-    !in_street(x, z) && (x.abs() < STREET + SIDEWALK || EW_STREETS.iter().any(|&c| (z - c).abs() < STREET + SIDEWALK))
+    !in_street(x, z)
+        && (x.abs() < STREET + SIDEWALK
+            || EW_STREETS
+                .iter()
+                .any(|&c| (z - c).abs() < STREET + SIDEWALK))
 }
 
 /// The urban block (see the module docs). About 45k triangles at detail 1; detail 5 or so
@@ -47,18 +51,29 @@ pub fn urban(seed: u64, detail: u32) -> Scene {
     let mut rng = Rng::new(seed).fork(0x0b);
     let (road, pavement, ground) = (b.mat(Mat::Road), b.mat(Mat::Pavement), b.mat(Mat::Ground));
     let (nx, nz) = (segs(2.0 * HALF.x, 0.5 * d), segs(2.0 * HALF.y, 0.5 * d));
-    height_field(&mut b.level, -HALF, HALF, [nx, nz], |_, _| 0.0, |x, z| {
-        if in_street(x, z) {
-            road
-        } else if in_sidewalk(x, z) {
-            pavement
-        } else {
-            ground
-        }
-    });
+    height_field(
+        &mut b.level,
+        -HALF,
+        HALF,
+        [nx, nz],
+        |_, _| 0.0,
+        |x, z| {
+            if in_street(x, z) {
+                road
+            } else if in_sidewalk(x, z) {
+                pavement
+            } else {
+                ground
+            }
+        },
+    );
 
     let xs = [(-HALF.x, -STREET), (STREET, HALF.x)];
-    let zs = [(-HALF.y, EW_STREETS[0] - STREET), (EW_STREETS[0] + STREET, EW_STREETS[1] - STREET), (EW_STREETS[1] + STREET, HALF.y)];
+    let zs = [
+        (-HALF.y, EW_STREETS[0] - STREET),
+        (EW_STREETS[0] + STREET, EW_STREETS[1] - STREET),
+        (EW_STREETS[1] + STREET, HALF.y),
+    ];
     for &(x0, x1) in &xs {
         for &(z0, z1) in &zs {
             let mut r = rng.fork(0);
@@ -72,7 +87,10 @@ pub fn urban(seed: u64, detail: u32) -> Scene {
 /// Which sides of the rectangle `[min, max]` touch a street (within a sidewalk's width).
 fn street_sides(min: Vec2, max: Vec2) -> Vec<Side> {
     let near = |v: f32, targets: &[f32]| targets.iter().any(|&t| (v - t).abs() < SIDEWALK + 0.01);
-    let ew_edges: Vec<f32> = EW_STREETS.iter().flat_map(|&c| [c - STREET, c + STREET]).collect();
+    let ew_edges: Vec<f32> = EW_STREETS
+        .iter()
+        .flat_map(|&c| [c - STREET, c + STREET])
+        .collect();
     let mut s = Vec::new();
     if near(min.y, &ew_edges) {
         s.push(Side::North);
@@ -100,11 +118,20 @@ fn block(b: &mut Builder, rng: &mut Rng, min: Vec2, max: Vec2) {
             Side::East => hi.x -= SIDEWALK,
         }
     }
-    let split = Vec2::new(lo.x + (hi.x - lo.x) * rng.range(0.4, 0.6), lo.y + (hi.y - lo.y) * rng.range(0.4, 0.6));
+    let split = Vec2::new(
+        lo.x + (hi.x - lo.x) * rng.range(0.4, 0.6),
+        lo.y + (hi.y - lo.y) * rng.range(0.4, 0.6),
+    );
     let courtyard = rng.below(4);
     for k in 0..4u32 {
-        let lot_min = Vec2::new(if k & 1 == 0 { lo.x } else { split.x }, if k & 2 == 0 { lo.y } else { split.y });
-        let lot_max = Vec2::new(if k & 1 == 0 { split.x } else { hi.x }, if k & 2 == 0 { split.y } else { hi.y });
+        let lot_min = Vec2::new(
+            if k & 1 == 0 { lo.x } else { split.x },
+            if k & 2 == 0 { lo.y } else { split.y },
+        );
+        let lot_max = Vec2::new(
+            if k & 1 == 0 { split.x } else { hi.x },
+            if k & 2 == 0 { split.y } else { hi.y },
+        );
         let streets = street_sides(lot_min, lot_max);
         let mut r = rng.fork(u64::from(k));
         if k == courtyard {
@@ -123,7 +150,11 @@ fn house(b: &mut Builder, rng: &mut Rng, lot_min: Vec2, lot_max: Vec2, streets: 
     let storey_h = 3.0;
     let pitch = rng.range(3.0, 4.5);
     let parapet = if rng.f32() < 0.5 { 1.0 } else { 0.0 };
-    let wall_mat = if rng.f32() < 0.5 { Mat::Brick } else { Mat::Concrete };
+    let wall_mat = if rng.f32() < 0.5 {
+        Mat::Brick
+    } else {
+        Mat::Concrete
+    };
     let mut openings = Vec::new();
     for side in [Side::North, Side::South, Side::West, Side::East] {
         let (a0, a1) = match side {
@@ -141,7 +172,14 @@ fn house(b: &mut Builder, rng: &mut Rng, lot_min: Vec2, lot_max: Vec2, streets: 
                 let bottom = s as f32 * storey_h + if door { 0.0 } else { 0.9 };
                 let height = if door { 2.4 } else { 1.4 };
                 let glass = ground && street && !door;
-                openings.push(Opening { side, along, bottom, width: 1.2, height, glass });
+                openings.push(Opening {
+                    side,
+                    along,
+                    bottom,
+                    width: 1.2,
+                    height,
+                    glass,
+                });
             }
         }
     }
@@ -169,14 +207,36 @@ fn court(b: &mut Builder, rng: &mut Rng, lot_min: Vec2, lot_max: Vec2, streets: 
     let mat = b.mat(Mat::Concrete);
     for side in [Side::North, Side::South, Side::West, Side::East] {
         let (origin, dir, len) = match side {
-            Side::North => (Vec3::new(min.x, 0.0, min.y + t / 2.0), Vec2::X, max.x - min.x),
-            Side::South => (Vec3::new(min.x, 0.0, max.y - t / 2.0), Vec2::X, max.x - min.x),
-            Side::West => (Vec3::new(min.x + t / 2.0, 0.0, min.y + t), Vec2::Y, max.y - min.y - 2.0 * t),
-            Side::East => (Vec3::new(max.x - t / 2.0, 0.0, min.y + t), Vec2::Y, max.y - min.y - 2.0 * t),
+            Side::North => (
+                Vec3::new(min.x, 0.0, min.y + t / 2.0),
+                Vec2::X,
+                max.x - min.x,
+            ),
+            Side::South => (
+                Vec3::new(min.x, 0.0, max.y - t / 2.0),
+                Vec2::X,
+                max.x - min.x,
+            ),
+            Side::West => (
+                Vec3::new(min.x + t / 2.0, 0.0, min.y + t),
+                Vec2::Y,
+                max.y - min.y - 2.0 * t,
+            ),
+            Side::East => (
+                Vec3::new(max.x - t / 2.0, 0.0, min.y + t),
+                Vec2::Y,
+                max.y - min.y - 2.0 * t,
+            ),
         };
         let holes: Vec<Hole> = if side == gate_side {
             let c = len * rng.range(0.3, 0.7);
-            vec![Hole { u0: c - 1.5, u1: c + 1.5, v0: 0.0, v1: h, glass: false }]
+            vec![Hole {
+                u0: c - 1.5,
+                u1: c + 1.5,
+                v0: 0.0,
+                v1: h,
+                glass: false,
+            }]
         } else {
             Vec::new()
         };
@@ -185,9 +245,20 @@ fn court(b: &mut Builder, rng: &mut Rng, lot_min: Vec2, lot_max: Vec2, streets: 
     let foliage = b.mat(Mat::Foliage);
     let n = segs(3.0, b.density);
     for _ in 0..3 {
-        let p = Vec3::new(rng.range(min.x + 2.0, max.x - 2.0), 0.6, rng.range(min.y + 2.0, max.y - 2.0));
+        let p = Vec3::new(
+            rng.range(min.x + 2.0, max.x - 2.0),
+            0.6,
+            rng.range(min.y + 2.0, max.y - 2.0),
+        );
         let bumps = Bumps::new(rng, 0.2);
-        blob(&mut b.level, p, Vec3::new(1.2, 0.9, 1.0), n, &bumps, foliage);
+        blob(
+            &mut b.level,
+            p,
+            Vec3::new(1.2, 0.9, 1.0),
+            n,
+            &bumps,
+            foliage,
+        );
     }
 }
 
@@ -198,7 +269,10 @@ fn parked_cars(b: &mut Builder, rng: &mut Rng) {
     let mut z = -HALF.y + 3.0;
     while z < HALF.y - 3.0 {
         if EW_STREETS.iter().all(|&c| (z - c).abs() > STREET + 3.0) {
-            slots.extend([(Vec3::new(-lane, 0.0, z), Vec2::Y), (Vec3::new(lane, 0.0, z), Vec2::NEG_Y)]);
+            slots.extend([
+                (Vec3::new(-lane, 0.0, z), Vec2::Y),
+                (Vec3::new(lane, 0.0, z), Vec2::NEG_Y),
+            ]);
         }
         z += 6.5;
     }
@@ -206,7 +280,10 @@ fn parked_cars(b: &mut Builder, rng: &mut Rng) {
         let mut x = -HALF.x + 3.0;
         while x < HALF.x - 3.0 {
             if x.abs() > STREET + 3.0 {
-                slots.extend([(Vec3::new(x, 0.0, c - lane), Vec2::X), (Vec3::new(x, 0.0, c + lane), Vec2::NEG_X)]);
+                slots.extend([
+                    (Vec3::new(x, 0.0, c - lane), Vec2::X),
+                    (Vec3::new(x, 0.0, c + lane), Vec2::NEG_X),
+                ]);
             }
             x += 6.5;
         }

@@ -26,7 +26,9 @@
 //! into the building). [`Door::closed`] closes one.
 
 use super::building::{door_frames, Building, InteriorWall, Opening, Side, FLOOR_TOP};
-use super::geom::{blob, cuboid, door_leaf, frame, height_field, hexa, segs, smoothstep, vehicle, Bumps};
+use super::geom::{
+    blob, cuboid, door_leaf, frame, height_field, hexa, segs, smoothstep, vehicle, Bumps,
+};
 use super::{Builder, Mat, Rng, Scene};
 use crate::scene::ObjectId;
 use glam::{Affine3A, Vec2, Vec3};
@@ -125,17 +127,56 @@ const DOOR_W: f32 = 0.9;
 const DOOR_H: f32 = 2.1;
 /// (position, heading (x, z), length, width, clearance, truck)
 const VEHICLES: [(Vec3, Vec2, f32, f32, f32, bool); 3] = [
-    (Vec3::new(2.0, 0.0, 12.0), Vec2::new(0.0, 1.0), 4.4, 1.8, 0.45, false),
-    (Vec3::new(15.0, 0.0, 30.0), Vec2::new(1.0, 0.2), 6.5, 2.3, 0.5, true),
-    (Vec3::new(-35.0, 0.0, -15.0), Vec2::new(1.0, -0.6), 4.4, 1.8, 0.45, false),
+    (
+        Vec3::new(2.0, 0.0, 12.0),
+        Vec2::new(0.0, 1.0),
+        4.4,
+        1.8,
+        0.45,
+        false,
+    ),
+    (
+        Vec3::new(15.0, 0.0, 30.0),
+        Vec2::new(1.0, 0.2),
+        6.5,
+        2.3,
+        0.5,
+        true,
+    ),
+    (
+        Vec3::new(-35.0, 0.0, -15.0),
+        Vec2::new(1.0, -0.6),
+        4.4,
+        1.8,
+        0.45,
+        false,
+    ),
 ];
-const BOX_STACKS: [Vec3; 3] = [Vec3::new(-2.0, 0.0, -5.0), Vec3::new(-32.0, 0.0, 26.0), Vec3::new(12.0, 0.0, -28.0)];
+const BOX_STACKS: [Vec3; 3] = [
+    Vec3::new(-2.0, 0.0, -5.0),
+    Vec3::new(-32.0, 0.0, 26.0),
+    Vec3::new(12.0, 0.0, -28.0),
+];
 const BOULDERS: [Vec3; 2] = [Vec3::new(-38.0, 0.0, -38.0), Vec3::new(30.0, 0.0, 10.0)];
 const BUSHES: [Vec3; 2] = [Vec3::new(-27.0, 0.0, 17.0), Vec3::new(-3.0, 0.0, 4.0)];
 
 fn building() -> Building {
-    let door = |side, along| Opening { side, along, bottom: 0.0, width: DOOR_W, height: DOOR_H, glass: false };
-    let window = |side, along, glass| Opening { side, along, bottom: 1.0, width: 1.2, height: 1.0, glass };
+    let door = |side, along| Opening {
+        side,
+        along,
+        bottom: 0.0,
+        width: DOOR_W,
+        height: DOOR_H,
+        glass: false,
+    };
+    let window = |side, along, glass| Opening {
+        side,
+        along,
+        bottom: 1.0,
+        width: 1.2,
+        height: 1.0,
+        glass,
+    };
     Building {
         min: BUILDING_MIN,
         max: BUILDING_MAX,
@@ -153,7 +194,11 @@ fn building() -> Building {
             window(Side::West, 11.5, true),
             window(Side::South, -11.0, false),
         ],
-        interior: vec![InteriorWall { along_x: false, at: -13.0, doors: vec![(12.0, DOOR_W)] }],
+        interior: vec![InteriorWall {
+            along_x: false,
+            at: -13.0,
+            doors: vec![(12.0, DOOR_W)],
+        }],
         wall: Mat::Brick,
         roof: Mat::Concrete,
     }
@@ -168,9 +213,21 @@ pub fn village_layout() -> VillageLayout {
     let doors_at: Vec<&Opening> = bld.openings.iter().filter(|o| o.bottom == 0.0).collect();
     let mut doorways: Vec<Doorway> = doors_at
         .iter()
-        .map(|o| Doorway { center: bld.opening_center(o), normal: o.side.normal(), width: o.width, height: o.height, exterior: true })
+        .map(|o| Doorway {
+            center: bld.opening_center(o),
+            normal: o.side.normal(),
+            width: o.width,
+            height: o.height,
+            exterior: true,
+        })
         .collect();
-    doorways.push(Doorway { center: Vec3::new(-13.0, floor_y, 12.0), normal: Vec3::X, width: DOOR_W, height: DOOR_H, exterior: false });
+    doorways.push(Doorway {
+        center: Vec3::new(-13.0, floor_y, 12.0),
+        normal: Vec3::X,
+        width: DOOR_W,
+        height: DOOR_H,
+        exterior: false,
+    });
     let windows = bld
         .openings
         .iter()
@@ -219,7 +276,11 @@ pub fn village_layout() -> VillageLayout {
         ],
         cliff_top: CLIFF,
         cliff_bottom: 0.0,
-        steep_slope_center: Vec3::new(PLATEAU_MIN.x + run / 2.0, CLIFF / 2.0, (PLATEAU_MIN.y + PLATEAU_MAX.y) / 2.0),
+        steep_slope_center: Vec3::new(
+            PLATEAU_MIN.x + run / 2.0,
+            CLIFF / 2.0,
+            (PLATEAU_MIN.y + PLATEAU_MAX.y) / 2.0,
+        ),
         steep_slope_normal: Vec3::new(-slope.sin(), slope.cos(), 0.0),
         steep_slope_degrees: SLOPE_DEG,
         vehicles: VEHICLES
@@ -249,7 +310,14 @@ pub fn village_waypoints() -> Vec<Vec3> {
     let l = village_layout();
     let f = l.floor_y;
     let mut w = vec![l.room_center, l.side_room_center];
-    for (x, z) in [(-19.0, 8.0), (-19.0, 12.0), (-15.0, 8.0), (-15.0, 12.0), (-11.1, 7.5), (-11.1, 12.5)] {
+    for (x, z) in [
+        (-19.0, 8.0),
+        (-19.0, 12.0),
+        (-15.0, 8.0),
+        (-15.0, 12.0),
+        (-11.1, 7.5),
+        (-11.1, 12.5),
+    ] {
         w.push(Vec3::new(x, f, z));
     }
     for d in &l.doorways {
@@ -302,9 +370,19 @@ impl Terrain {
                 (c, rng.range(6.0, 16.0), rng.range(1.0, 3.5))
             })
             .collect();
-        let circle = |p: Vec3, r: f32| Pad { center: Vec2::new(p.x, p.z), half: Vec2::ZERO, flat: r, blend: 8.0 };
+        let circle = |p: Vec3, r: f32| Pad {
+            center: Vec2::new(p.x, p.z),
+            half: Vec2::ZERO,
+            flat: r,
+            blend: 8.0,
+        };
         let mut pads = vec![
-            Pad { center: (PLATEAU_MIN + PLATEAU_MAX) / 2.0, half: (PLATEAU_MAX - PLATEAU_MIN) / 2.0, flat: 3.0, blend: 10.0 },
+            Pad {
+                center: (PLATEAU_MIN + PLATEAU_MAX) / 2.0,
+                half: (PLATEAU_MAX - PLATEAU_MIN) / 2.0,
+                flat: 3.0,
+                blend: 10.0,
+            },
             circle(Vec3::new(-15.0, 0.0, 10.0), 18.0),
         ];
         pads.extend(VEHICLES.iter().map(|v| circle(v.0, v.2 / 2.0 + 3.0)));
@@ -350,15 +428,29 @@ pub fn village(seed: u64, detail: u32) -> Scene {
         Vec2::splat(HALF),
         [n, n],
         |x, z| terrain.height(x, z),
-        |x, z| if terrain.pad_weight(Vec2::new(x, z)) > 0.5 { ground } else { grass },
+        |x, z| {
+            if terrain.pad_weight(Vec2::new(x, z)) > 0.5 {
+                ground
+            } else {
+                grass
+            }
+        },
     );
     // The plateau: a closed solid sunk 0.5 m into the ground, its west face the steep slope
     // and its south face the cliff.
     let run = |y: f32| y / SLOPE_DEG.to_radians().tan();
     let c: [Vec3; 8] = std::array::from_fn(|k| {
         let y = if k & 2 == 0 { -0.5 } else { CLIFF };
-        let x = if k & 1 == 1 { PLATEAU_MAX.x } else { PLATEAU_MIN.x + run(y) };
-        let z = if k & 4 == 0 { PLATEAU_MIN.y } else { PLATEAU_MAX.y };
+        let x = if k & 1 == 1 {
+            PLATEAU_MAX.x
+        } else {
+            PLATEAU_MIN.x + run(y)
+        };
+        let z = if k & 4 == 0 {
+            PLATEAU_MIN.y
+        } else {
+            PLATEAU_MAX.y
+        };
         Vec3::new(x, y, z)
     });
     let (rock, slope) = (b.mat(Mat::Rock), b.mat(Mat::Terrain));
@@ -378,15 +470,35 @@ pub fn village(seed: u64, detail: u32) -> Scene {
             let p = c + Vec3::new(a.cos() * r, 0.0, a.sin() * r);
             let centre = Vec3::new(p.x, terrain.height(p.x, p.z) + radii.y * 0.75, p.z);
             let bumps = Bumps::new(&mut brng, 0.15);
-            blob(&mut b.level, centre, radii, segs(2.0 * rx, d).max(3), &bumps, stone);
+            blob(
+                &mut b.level,
+                centre,
+                radii,
+                segs(2.0 * rx, d).max(3),
+                &bumps,
+                stone,
+            );
         }
     }
     // Box stacks of 1.2 m crates, each crate jittered a little.
     let crate_mat = b.mat(Mat::Crate);
     let mut crng = rng.fork(3);
     let templates: [&[(f32, f32, f32)]; 3] = [
-        &[(-0.6, 0.0, -0.6), (0.6, 0.0, -0.6), (-0.6, 0.0, 0.6), (0.6, 0.0, 0.6), (0.0, 1.0, 0.0)],
-        &[(-1.3, 0.0, 0.0), (0.0, 0.0, 0.0), (1.3, 0.0, 0.0), (-0.65, 1.0, 0.0), (0.65, 1.0, 0.0), (0.0, 2.0, 0.0)],
+        &[
+            (-0.6, 0.0, -0.6),
+            (0.6, 0.0, -0.6),
+            (-0.6, 0.0, 0.6),
+            (0.6, 0.0, 0.6),
+            (0.0, 1.0, 0.0),
+        ],
+        &[
+            (-1.3, 0.0, 0.0),
+            (0.0, 0.0, 0.0),
+            (1.3, 0.0, 0.0),
+            (-0.65, 1.0, 0.0),
+            (0.65, 1.0, 0.0),
+            (0.0, 2.0, 0.0),
+        ],
         &[(-0.65, 0.0, 0.0), (0.65, 0.0, 0.0), (0.0, 1.0, 0.0)],
     ];
     for (s, tpl) in BOX_STACKS.iter().zip(templates) {
@@ -395,13 +507,27 @@ pub fn village(seed: u64, detail: u32) -> Scene {
         for &(x, level, z) in tpl {
             let j = crng.range(-0.12, 0.12);
             let xf = stack * frame(Vec3::new(x, level * 1.2, z), Vec2::new(j.cos(), j.sin()));
-            cuboid(&mut b.level, Vec3::new(-0.6, 0.0, -0.6), Vec3::new(0.6, 1.2, 0.6), d, crate_mat, xf);
+            cuboid(
+                &mut b.level,
+                Vec3::new(-0.6, 0.0, -0.6),
+                Vec3::new(0.6, 1.2, 0.6),
+                d,
+                crate_mat,
+                xf,
+            );
         }
     }
     let foliage = b.mat(Mat::Foliage);
     for p in BUSHES {
         let bumps = Bumps::new(&mut rng.fork(4), 0.2);
-        blob(&mut b.level, p + Vec3::Y * 0.7, Vec3::new(1.1, 0.9, 1.0), segs(3.0, d), &bumps, foliage);
+        blob(
+            &mut b.level,
+            p + Vec3::Y * 0.7,
+            Vec3::new(1.1, 0.9, 1.0),
+            segs(3.0, d),
+            &bumps,
+            foliage,
+        );
     }
 
     let layout = village_layout();
