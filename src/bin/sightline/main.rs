@@ -106,9 +106,20 @@ fn main() -> ExitCode {
     }
 }
 
+const BATCH: usize = 1 << 20;
+
 type AnyResult<T> = Result<T, Box<dyn std::error::Error>>;
 
+/// Loads or generates the scene and builds its BVH (timed, so query timings exclude it).
 fn load_scene(a: &SceneArgs) -> AnyResult<Scene> {
+    let scene = load_or_generate(a)?;
+    let t = std::time::Instant::now();
+    scene.tiers();
+    eprintln!("{}: {} triangles, BVH built in {:.3} s", a.scene, scene.triangle_count(), t.elapsed().as_secs_f64());
+    Ok(scene)
+}
+
+fn load_or_generate(a: &SceneArgs) -> AnyResult<Scene> {
     if let Some(s) = procedural::by_name(&a.scene, a.seed, a.detail) {
         return Ok(s);
     }
@@ -166,7 +177,17 @@ fn run(cli: Cli) -> AnyResult<()> {
                 .iter()
                 .map(|s| sightline::Ray::new(s.start(), s.end() - s.start(), 1.0))
                 .collect();
-            let hits = e.closest_hit(&s, &rays, mask)?;
+            // Big files go in batches of 1M with a progress bar.
+            let bar = indicatif::ProgressBar::new(rays.len() as u64);
+            if rays.len() <= BATCH {
+                bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+            }
+            let mut hits = Vec::with_capacity(rays.len());
+            for batch in rays.chunks(BATCH) {
+                hits.extend(e.closest_hit(&s, batch, mask)?);
+                bar.inc(batch.len() as u64);
+            }
+            bar.finish_and_clear();
             let secs = t.elapsed().as_secs_f64();
             let mut w = BufWriter::new(
                 std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?,
@@ -195,11 +216,11 @@ fn run(cli: Cli) -> AnyResult<()> {
             cell,
             png,
         } => {
+            let s = load_scene(&scene)?;
             let observer = match observer.or_else(|| procedural::default_observer(&scene.scene)) {
                 Some(o) => o,
                 None => return Err("give --observer X,Y,Z (metres) for a mesh file".into()),
             };
-            let s = load_scene(&scene)?;
             let e = engine(scene.backend)?;
             let params = ViewshedParams {
                 cell,

@@ -26,10 +26,10 @@ mod village;
 mod tests;
 
 pub use rock::rock;
-pub use sniper::{sniper, sniper_layout, SniperLayout};
+pub use sniper::{sniper, sniper_layout, SniperBuilding, SniperLayout};
 pub use urban::urban;
 pub use village::{
-    village, village_layout, village_waypoints, Door, Doorway, VillageLayout, Window,
+    village, village_layout, village_waypoints, Door, Doorway, Vehicle, VillageLayout, Window,
 };
 
 use super::{Material, MaterialFlags, Mesh, Mobility, Scene};
@@ -135,7 +135,7 @@ impl Rng {
     }
     /// Uniform in `0..n` (`n > 0`).
     pub(crate) fn below(&mut self, n: u32) -> u32 {
-        ((self.next_u64() >> 32) * u64::from(n) >> 32) as u32
+        (((self.next_u64() >> 32) * u64::from(n)) >> 32) as u32
     }
     /// An independent stream, so adding draws in one place does not shift another.
     pub(crate) fn fork(&mut self, salt: u64) -> Rng {

@@ -38,7 +38,7 @@ fn surfaces_at(scene: &Scene, x: f32, z: f32, flags: MaterialFlags) -> Vec<f32> 
             let u = (c2 - b2).perp_dot(p - b2) / area;
             let v = (a2 - c2).perp_dot(p - c2) / area;
             let w = 1.0 - u - v;
-            (u >= -1e-5 && v >= -1e-5 && w >= -1e-5).then(|| u * a.y + v * b.y + w * c.y)
+            (u >= -1e-5 && v >= -1e-5 && w >= -1e-5).then_some(u * a.y + v * b.y + w * c.y)
         })
         .collect()
 }
@@ -68,7 +68,7 @@ fn every_scene_is_valid_deterministic_and_grows_with_detail() {
         check_valid(&a);
         let c = by_name(name, 7, 2).unwrap();
         assert!(
-            c.triangle_count() > 2 * a.triangle_count(),
+            c.triangle_count() * 2 > 3 * a.triangle_count(),
             "{name}: detail 2 should be much finer"
         );
         assert_eq!(
@@ -149,7 +149,9 @@ fn village_cliff_slope_and_features() {
         .filter(|n| n.y > 0.1 && n.y < std::f32::consts::FRAC_1_SQRT_2)
         .count();
     assert!(steep > 0, "no steep triangles at the slope");
-    assert!(l.steep_slope_normal.y < 0.7071 && l.steep_slope_degrees > 45.0);
+    assert!(
+        l.steep_slope_normal.y < std::f32::consts::FRAC_1_SQRT_2 && l.steep_slope_degrees > 45.0
+    );
     // Flat ground at the features; a roof over the room; open sky in a doorway.
     for p in [
         l.building_center + Vec3::X * 12.0,
@@ -163,11 +165,11 @@ fn village_cliff_slope_and_features() {
         let p = d.center + d.normal * 0.02;
         let hs = surfaces_at(&s, p.x, p.z, solid);
         assert!(
-            hs.iter().all(|&h| h < 0.06 || h > 2.09),
+            hs.iter().all(|&h| !(0.06..=2.09).contains(&h)),
             "doorway {p} blocked: {hs:?}"
         );
         assert!(
-            hs.iter().any(|&h| (h - d.height - 0.0).abs() < 0.06),
+            hs.iter().any(|&h| (h - d.height).abs() < 0.06),
             "no lintel over {p}"
         );
     }
@@ -229,4 +231,80 @@ fn sniper_creek_is_below_the_banks() {
         surface_at(&s, foot.x, foot.z + 0.2 * (head.z - foot.z).signum(), solid).unwrap() < -2.5
     );
     assert!(surface_at(&s, head.x, head.z, solid).unwrap().abs() < 1e-4);
+}
+
+/// Every directed edge of `mesh` is matched by exactly one reverse edge (closed and
+/// consistently oriented), comparing positions bit for bit.
+fn assert_watertight(mesh: &Mesh, what: &str) {
+    use std::collections::HashMap;
+    let key = |p: Vec3| p.to_array().map(f32::to_bits);
+    let mut edges: HashMap<([u32; 3], [u32; 3]), i32> = HashMap::new();
+    for t in &mesh.triangles {
+        for k in 0..3 {
+            let (a, b) = (
+                mesh.positions[t[k] as usize],
+                mesh.positions[t[(k + 1) % 3] as usize],
+            );
+            *edges.entry((key(a), key(b))).or_default() += 1;
+        }
+    }
+    for ((a, b), n) in &edges {
+        assert_eq!(*n, 1, "{what}: edge used {n} times");
+        assert_eq!(edges.get(&(*b, *a)), Some(&1), "{what}: open edge");
+    }
+}
+
+#[test]
+fn closed_solids_are_watertight() {
+    use super::geom::{blob, cuboid, hexa, wall, wheel, Bumps, Hole};
+    for density in [0.3, 1.0, 2.7] {
+        let mut b = Builder::new(density);
+        let holes = [
+            Hole {
+                u0: 1.0,
+                u1: 1.9,
+                v0: 0.0,
+                v1: 2.1,
+                glass: false,
+            },
+            Hole {
+                u0: 3.0,
+                u1: 4.2,
+                v0: 1.0,
+                v1: 2.0,
+                glass: false,
+            },
+            Hole {
+                u0: 5.0,
+                u1: 6.2,
+                v0: 1.0,
+                v1: 2.4,
+                glass: false,
+            },
+        ];
+        let xf = super::geom::frame(Vec3::new(3.0, 0.5, -2.0), Vec2::new(0.3, 0.8));
+        wall(&mut b, 8.0, 3.0, 0.3, &holes, 0, xf);
+        assert_watertight(&b.level, "wall with holes");
+        let mut m = Mesh::default();
+        let bumps = Bumps::new(&mut Rng::new(3), 0.15);
+        blob(
+            &mut m,
+            Vec3::new(1.0, 2.0, 3.0),
+            Vec3::new(2.0, 2.6, 1.5),
+            7,
+            &bumps,
+            0,
+        );
+        assert_watertight(&m, "blob");
+        let mut m = Mesh::default();
+        cuboid(&mut m, Vec3::ZERO, Vec3::new(1.2, 0.7, 3.3), density, 0, xf);
+        assert_watertight(&m, "cuboid");
+        let mut m = Mesh::default();
+        let c = super::geom::box_corners(Vec3::ZERO, Vec3::ONE).map(|p| p + Vec3::X * p.y * 0.4);
+        hexa(&mut m, &c, density, [0; 6]);
+        assert_watertight(&m, "sheared hexahedron");
+        let mut m = Mesh::default();
+        wheel(&mut m, Vec3::ONE, 0.4, 0.1, 12, 0);
+        assert_watertight(&m, "wheel");
+    }
 }

@@ -42,12 +42,12 @@ fn in_sidewalk(x: f32, z: f32) -> bool {
                 .any(|&c| (z - c).abs() < STREET + SIDEWALK))
 }
 
-/// The urban block (see the module docs). About 45k triangles at detail 1; detail 5 or so
+/// The urban block (see the module docs). About 57k triangles at detail 1; detail 7
 /// passes a million.
 #[must_use]
 pub fn urban(seed: u64, detail: u32) -> Scene {
     let d = super::detail(detail);
-    let mut b = Builder::new(0.6 * d);
+    let mut b = Builder::new(0.3 * d);
     let mut rng = Rng::new(seed).fork(0x0b);
     let (road, pavement, ground) = (b.mat(Mat::Road), b.mat(Mat::Pavement), b.mat(Mat::Ground));
     let (nx, nz) = (segs(2.0 * HALF.x, 0.5 * d), segs(2.0 * HALF.y, 0.5 * d));
@@ -243,7 +243,7 @@ fn court(b: &mut Builder, rng: &mut Rng, lot_min: Vec2, lot_max: Vec2, streets: 
         wall(b, len, h, t, &holes, mat, frame(origin, dir));
     }
     let foliage = b.mat(Mat::Foliage);
-    let n = segs(3.0, b.density);
+    let n = segs(3.0, b.density).max(3);
     for _ in 0..3 {
         let p = Vec3::new(
             rng.range(min.x + 2.0, max.x - 2.0),
