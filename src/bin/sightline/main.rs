@@ -115,7 +115,12 @@ fn load_scene(a: &SceneArgs) -> AnyResult<Scene> {
     let scene = load_or_generate(a)?;
     let t = std::time::Instant::now();
     scene.tiers();
-    eprintln!("{}: {} triangles, BVH built in {:.3} s", a.scene, scene.triangle_count(), t.elapsed().as_secs_f64());
+    eprintln!(
+        "{}: {} triangles, BVH built in {:.3} s",
+        a.scene,
+        scene.triangle_count(),
+        t.elapsed().as_secs_f64()
+    );
     Ok(scene)
 }
 

@@ -179,6 +179,17 @@ fn village_cliff_slope_and_features() {
     for door in &l.doors {
         assert_eq!(s.transform(door.object), Some(door.open));
     }
+    // Closing a door fills its doorway.
+    let mut s2 = s.clone();
+    for door in &l.doors {
+        s2.set_transform(door.object, door.closed).unwrap();
+        let c = l.doorways[door.doorway].center;
+        let hs = surfaces_at(&s2, c.x, c.z, solid);
+        assert!(
+            hs.iter().any(|&h| h > 1.9 && h < 2.09),
+            "door at {c} does not close: {hs:?}"
+        );
+    }
     let wp = village_waypoints();
     assert!(wp.len() > 30);
     // Waypoints sit on a surface (floor or ground), within 6 cm.
