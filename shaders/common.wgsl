@@ -60,12 +60,14 @@ const INF: f32 = 3.40282347e38; // f32::MAX stands in for +inf, which WGSL canno
 @group(0) @binding(1) var<storage, read> triangles: array<Triangle>;
 @group(0) @binding(2) var<uniform> params: Params;
 
+// Woop et al.'s permute-and-shear as three dot products (see RayPrep in src/trace/cpu.rs).
 struct RayPrep {
     org: vec3<f32>,
     dir: vec3<f32>,
     inv: vec3<f32>,
-    k: vec3<u32>,
-    shear: vec3<f32>,
+    row_x: vec3<f32>,
+    row_y: vec3<f32>,
+    row_z: vec3<f32>,
 }
 
 fn safe_component(d: f32) -> f32 {
@@ -73,6 +75,10 @@ fn safe_component(d: f32) -> f32 {
         return select(1e-30, -1e-30, d < 0.0);
     }
     return d;
+}
+
+fn unit_axis(k: u32) -> vec3<f32> {
+    return vec3<f32>(f32(k == 0u), f32(k == 1u), f32(k == 2u));
 }
 
 fn ray_prep(org: vec3<f32>, dir: vec3<f32>) -> RayPrep {
@@ -90,12 +96,14 @@ fn ray_prep(org: vec3<f32>, dir: vec3<f32>) -> RayPrep {
         kx = ky;
         ky = tmp;
     }
+    let ez = unit_axis(kz);
     var r: RayPrep;
     r.org = org;
     r.dir = dir;
     r.inv = vec3<f32>(1.0) / vec3<f32>(safe_component(dir.x), safe_component(dir.y), safe_component(dir.z));
-    r.k = vec3<u32>(kx, ky, kz);
-    r.shear = vec3<f32>(dir[kx] / dir[kz], dir[ky] / dir[kz], 1.0 / dir[kz]);
+    r.row_x = unit_axis(kx) - (dir[kx] / dir[kz]) * ez;
+    r.row_y = unit_axis(ky) - (dir[ky] / dir[kz]) * ez;
+    r.row_z = (1.0 / dir[kz]) * ez;
     return r;
 }
 
@@ -104,12 +112,12 @@ fn intersect(r: RayPrep, tri: Triangle, t_max: f32) -> f32 {
     let a = tri.v0 - r.org;
     let b = tri.v1 - r.org;
     let c = tri.v2 - r.org;
-    let ax = a[r.k.x] - r.shear.x * a[r.k.z];
-    let ay = a[r.k.y] - r.shear.y * a[r.k.z];
-    let bx = b[r.k.x] - r.shear.x * b[r.k.z];
-    let by = b[r.k.y] - r.shear.y * b[r.k.z];
-    let cx = c[r.k.x] - r.shear.x * c[r.k.z];
-    let cy = c[r.k.y] - r.shear.y * c[r.k.z];
+    let ax = dot(r.row_x, a);
+    let ay = dot(r.row_y, a);
+    let bx = dot(r.row_x, b);
+    let by = dot(r.row_y, b);
+    let cx = dot(r.row_x, c);
+    let cy = dot(r.row_y, c);
     let u = cx * by - cy * bx;
     let v = ax * cy - ay * cx;
     let w = bx * ay - by * ax;
@@ -120,7 +128,7 @@ fn intersect(r: RayPrep, tri: Triangle, t_max: f32) -> f32 {
     if det == 0.0 {
         return -1.0;
     }
-    let t_scaled = u * (r.shear.z * a[r.k.z]) + v * (r.shear.z * b[r.k.z]) + w * (r.shear.z * c[r.k.z]);
+    let t_scaled = u * dot(r.row_z, a) + v * dot(r.row_z, b) + w * dot(r.row_z, c);
     let sign = select(1.0, -1.0, det < 0.0);
     let ts = t_scaled * sign;
     let ds = det * sign;

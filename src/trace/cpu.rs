@@ -5,7 +5,7 @@
 use super::{HitRecord, Occlusion, Ray, Segment, NO_HIT};
 use crate::bvh::{BvhNode, GpuTriangle};
 use crate::scene::Tier;
-use glam::Vec3;
+use glam::{Vec3, Vec3A};
 use rayon::prelude::*;
 
 /// Traversal stack depth; the builder keeps trees shallower than this.
@@ -16,13 +16,17 @@ pub const STACK_SIZE: usize = 64;
 const BOX_PAD: f32 = 1.000_000_4;
 
 /// Per-ray constants of the watertight test. Mirrors `RayPrep` in `shaders/common.wgsl`.
+///
+/// Woop et al. permute the axes so the ray runs along +z and shear the triangle onto the ray's
+/// plane: `A.x' = A[kx] - Sx A[kz]`, `A.y' = A[ky] - Sy A[kz]`, `A.z' = Sz A[kz]`. Each of
+/// those is a dot product with a row holding one or two non-zero entries, and adding the exact
+/// zeros changes no bit, so `rows` give the paper's values without per-component indexing.
 #[derive(Clone, Copy, Debug)]
 pub struct RayPrep {
-    org: Vec3,
-    dir: Vec3,
-    inv: Vec3,
-    k: [usize; 3],
-    shear: Vec3,
+    org: Vec3A,
+    dir: Vec3A,
+    inv: Vec3A,
+    rows: [Vec3A; 3],
 }
 
 impl RayPrep {
@@ -41,6 +45,13 @@ impl RayPrep {
         if dir[kz] < 0.0 {
             std::mem::swap(&mut kx, &mut ky);
         }
+        let (sx, sy, sz) = (dir[kx] / dir[kz], dir[ky] / dir[kz], 1.0 / dir[kz]);
+        let mut rows = [Vec3A::ZERO; 3];
+        rows[0][kx] = 1.0;
+        rows[0][kz] = -sx;
+        rows[1][ky] = 1.0;
+        rows[1][kz] = -sy;
+        rows[2][kz] = sz;
         // Near-zero components get a tiny stand-in so the slab test never computes 0 * inf.
         let safe = |d: f32| {
             if d.abs() < 1e-30 {
@@ -50,11 +61,10 @@ impl RayPrep {
             }
         };
         RayPrep {
-            org,
-            dir,
-            inv: Vec3::new(1.0 / safe(dir.x), 1.0 / safe(dir.y), 1.0 / safe(dir.z)),
-            k: [kx, ky, kz],
-            shear: Vec3::new(dir[kx] / dir[kz], dir[ky] / dir[kz], 1.0 / dir[kz]),
+            org: org.into(),
+            dir: dir.into(),
+            inv: Vec3A::new(1.0 / safe(dir.x), 1.0 / safe(dir.y), 1.0 / safe(dir.z)),
+            rows,
         }
     }
 }
@@ -62,17 +72,15 @@ impl RayPrep {
 /// Watertight test: `Some(t)` for a hit with `0 < t < t_max`, else `None`.
 /// Edges shared by two triangles never leak: at least one of them reports the hit.
 #[must_use]
+#[inline]
 pub fn intersect(r: &RayPrep, tri: &GpuTriangle, t_max: f32) -> Option<f32> {
-    let [kx, ky, kz] = r.k;
-    let a = Vec3::from(tri.v0) - r.org;
-    let b = Vec3::from(tri.v1) - r.org;
-    let c = Vec3::from(tri.v2) - r.org;
-    let ax = a[kx] - r.shear.x * a[kz];
-    let ay = a[ky] - r.shear.y * a[kz];
-    let bx = b[kx] - r.shear.x * b[kz];
-    let by = b[ky] - r.shear.y * b[kz];
-    let cx = c[kx] - r.shear.x * c[kz];
-    let cy = c[ky] - r.shear.y * c[kz];
+    let a = Vec3A::from(tri.v0) - r.org;
+    let b = Vec3A::from(tri.v1) - r.org;
+    let c = Vec3A::from(tri.v2) - r.org;
+    let [r0, r1, r2] = r.rows;
+    let (ax, ay) = (r0.dot(a), r1.dot(a));
+    let (bx, by) = (r0.dot(b), r1.dot(b));
+    let (cx, cy) = (r0.dot(c), r1.dot(c));
     let u = cx * by - cy * bx;
     let v = ax * cy - ay * cx;
     let w = bx * ay - by * ax;
@@ -83,7 +91,7 @@ pub fn intersect(r: &RayPrep, tri: &GpuTriangle, t_max: f32) -> Option<f32> {
     if det == 0.0 {
         return None;
     }
-    let t_scaled = u * (r.shear.z * a[kz]) + v * (r.shear.z * b[kz]) + w * (r.shear.z * c[kz]);
+    let t_scaled = u * r2.dot(a) + v * r2.dot(b) + w * r2.dot(c);
     let sign = if det < 0.0 { -1.0 } else { 1.0 };
     let ts = t_scaled * sign;
     let ds = det * sign;
@@ -95,9 +103,10 @@ pub fn intersect(r: &RayPrep, tri: &GpuTriangle, t_max: f32) -> Option<f32> {
 
 /// Slab test: the entry distance if the ray meets the box before `t_max`, else `f32::INFINITY`.
 #[must_use]
+#[inline]
 pub fn box_entry(r: &RayPrep, node: &BvhNode, t_max: f32) -> f32 {
-    let t0 = (Vec3::from(node.min) - r.org) * r.inv;
-    let t1 = (Vec3::from(node.max) - r.org) * r.inv;
+    let t0 = (Vec3A::from(node.min) - r.org) * r.inv;
+    let t1 = (Vec3A::from(node.max) - r.org) * r.inv;
     let near = t0.min(t1).max_element().max(0.0);
     let far = t0.max(t1).min_element().min(t_max) * BOX_PAD;
     if near <= far {
@@ -215,7 +224,7 @@ pub fn closest(tier: &Tier, r: &RayPrep, t_max: f32, mask: u32, best: &mut HitRe
 fn hit_record(r: &RayPrep, tri: &GpuTriangle, t: f32) -> HitRecord {
     let [a, b, c] = tri.vertices();
     let mut n = (b - a).cross(c - a).normalize_or_zero();
-    if n.dot(r.dir) > 0.0 {
+    if n.dot(r.dir.into()) > 0.0 {
         n = -n;
     }
     HitRecord {
