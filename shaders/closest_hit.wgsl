@@ -11,13 +11,11 @@ fn closest_hit(@builtin(global_invocation_id) gid: vec3<u32>) {
     if i >= params.count {
         return;
     }
-    var best: HitRecord;
-    best.t = INF;
-    best.triangle = NO_HIT;
+    var best = miss();
     if params.accumulate != 0u {
         best = hits[i];
     }
     let ray = rays[i];
     let r = ray_prep(ray.origin, ray.dir);
-    hits[i] = closest(r, ray.t_max, params.mask, best);
+    hits[i] = walk(r, ray.t_max, params.mask, false, best);
 }

@@ -2,11 +2,15 @@
 // ray/triangle test and the BVH walks. Rust twins: src/bvh.rs (structs), src/trace/cpu.rs
 // (functions). Keep the two in step; tests/shaders.rs checks the struct layouts with naga.
 
+// The boxes of a node's two children, per axis [lo0, lo1, hi0, hi1]. count[i] == 0: child i
+// is the inner node child[i]; count[i] > 0: a leaf of triangles child[i] .. child[i] + count[i];
+// child[i] == EMPTY_CHILD: no child.
 struct BvhNode {
-    min: vec3<f32>,
-    left_or_first: u32,
-    max: vec3<f32>,
-    count: u32,
+    x: vec4<f32>,
+    y: vec4<f32>,
+    z: vec4<f32>,
+    child: vec2<u32>,
+    count: vec2<u32>,
 }
 
 struct Triangle {
@@ -52,7 +56,8 @@ struct Params {
 }
 
 const NO_HIT: u32 = 0xffffffffu;
-const STACK_SIZE: u32 = 64u;
+const EMPTY_CHILD: u32 = 0xffffffffu;
+const STACK_SIZE: u32 = 66u; // depth bound (64) + 2, as in src/trace/cpu.rs
 const BOX_PAD: f32 = 1.0000004;
 const INF: f32 = 3.40282347e38; // f32::MAX stands in for +inf, which WGSL cannot spell
 
@@ -138,56 +143,27 @@ fn intersect(r: RayPrep, tri: Triangle, t_max: f32) -> f32 {
     return ts / ds;
 }
 
-// Slab test: entry distance, or INF when the box is missed before t_max.
-fn box_entry(r: RayPrep, n: BvhNode, t_max: f32) -> f32 {
-    let t0 = (n.min - r.org) * r.inv;
-    let t1 = (n.max - r.org) * r.inv;
-    let lo = min(t0, t1);
-    let hi = max(t0, t1);
-    let near = max(max(max(lo.x, lo.y), lo.z), 0.0);
-    let far = min(min(min(hi.x, hi.y), hi.z), t_max) * BOX_PAD;
-    return select(INF, near, near <= far);
+struct Entry {
+    // Bit i: the ray meets child i before t_max.
+    mask: u32,
+    near: vec2<f32>,
 }
 
-fn any_hit(r: RayPrep, t_max: f32, mask: u32) -> bool {
-    if arrayLength(&nodes) == 0u || box_entry(r, nodes[0], t_max) == INF {
-        return false;
-    }
-    var stack: array<u32, STACK_SIZE>;
-    var sp = 0u;
-    var node = 0u;
-    loop {
-        let n = nodes[node];
-        if n.count > 0u {
-            for (var i = n.left_or_first; i < n.left_or_first + n.count; i++) {
-                let tri = triangles[i];
-                if (tri.flags & mask) != 0u && intersect(r, tri, t_max) > 0.0 {
-                    return true;
-                }
-            }
-        } else {
-            let l = n.left_or_first;
-            let dl = box_entry(r, nodes[l], t_max);
-            let dr = box_entry(r, nodes[l + 1u], t_max);
-            let left_first = dl <= dr;
-            let near = select(l + 1u, l, left_first);
-            let far = select(l, l + 1u, left_first);
-            if min(dl, dr) != INF {
-                if max(dl, dr) != INF && sp < STACK_SIZE {
-                    stack[sp] = far;
-                    sp++;
-                }
-                node = near;
-                continue;
-            }
-        }
-        if sp == 0u {
-            return false;
-        }
-        sp--;
-        node = stack[sp];
-    }
-    return false;
+// Slab test of both children at once.
+fn children_entry(r: RayPrep, n: BvhNode, t_max: f32) -> Entry {
+    let tx = (n.x - vec4<f32>(r.org.x)) * r.inv.x;
+    let ty = (n.y - vec4<f32>(r.org.y)) * r.inv.y;
+    let tz = (n.z - vec4<f32>(r.org.z)) * r.inv.z;
+    let sx = tx.zwxy;
+    let sy = ty.zwxy;
+    let sz = tz.zwxy;
+    let near = max(max(min(tx, sx), min(ty, sy)), max(min(tz, sz), vec4<f32>(0.0)));
+    let far = min(min(max(tx, sx), max(ty, sy)), min(max(tz, sz), vec4<f32>(t_max))) * BOX_PAD;
+    var e: Entry;
+    e.mask = select(0u, 1u, near.x <= far.x && n.child.x != EMPTY_CHILD)
+        | select(0u, 2u, near.y <= far.y && n.child.y != EMPTY_CHILD);
+    e.near = near.xy;
+    return e;
 }
 
 fn hit_record(r: RayPrep, tri: Triangle, t: f32) -> HitRecord {
@@ -205,65 +181,68 @@ fn hit_record(r: RayPrep, tri: Triangle, t: f32) -> HitRecord {
     return h;
 }
 
-// Improves `best` with the closest blocking triangle; ties go to the lower triangle id.
-fn closest(r: RayPrep, t_max: f32, mask: u32, best_in: HitRecord) -> HitRecord {
+// The BVH walk (twin of `walk` in src/trace/cpu.rs). `any`: stop at the first blocking hit.
+// Otherwise improve on `best_in` with the closest hit; ties go to the lower triangle id.
+// Hit children are pushed far first, so the nearer is popped next; count > 0 marks a leaf.
+fn walk(r: RayPrep, t_max: f32, mask: u32, any: bool, best_in: HitRecord) -> HitRecord {
     var best = best_in;
-    if arrayLength(&nodes) == 0u || box_entry(r, nodes[0], min(best.t, t_max)) == INF {
+    if arrayLength(&nodes) == 0u {
         return best;
     }
-    var stack: array<u32, STACK_SIZE>;
-    var sp = 0u;
-    var node = 0u;
-    loop {
-        let n = nodes[node];
-        var descend = false;
-        if n.count > 0u {
-            for (var i = n.left_or_first; i < n.left_or_first + n.count; i++) {
-                let tri = triangles[i];
+    var limit = min(best.t, t_max);
+    var stack_child: array<u32, STACK_SIZE>;
+    var stack_count: array<u32, STACK_SIZE>;
+    var stack_near: array<f32, STACK_SIZE>;
+    stack_child[0] = 0u;
+    stack_count[0] = 0u;
+    stack_near[0] = 0.0;
+    var sp = 1u;
+    while sp > 0u {
+        sp--;
+        let child = stack_child[sp];
+        let count = stack_count[sp];
+        if stack_near[sp] > limit {
+            continue;
+        }
+        if count > 0u {
+            for (var t = child; t < child + count; t++) {
+                let tri = triangles[t];
                 if (tri.flags & mask) == 0u {
                     continue;
                 }
-                let t = intersect(r, tri, t_max);
-                if t > 0.0 && (t < best.t || (t == best.t && tri.id < best.triangle)) {
-                    best = hit_record(r, tri, t);
+                let d = intersect(r, tri, t_max);
+                if d > 0.0 && (any || d < best.t || (d == best.t && tri.id < best.triangle)) {
+                    best = hit_record(r, tri, d);
+                    if any {
+                        return best;
+                    }
                 }
             }
-        } else {
-            let l = n.left_or_first;
-            let limit = min(best.t, t_max);
-            let dl = box_entry(r, nodes[l], limit);
-            let dr = box_entry(r, nodes[l + 1u], limit);
-            let left_first = dl <= dr;
-            let near = select(l + 1u, l, left_first);
-            let far = select(l, l + 1u, left_first);
-            if min(dl, dr) != INF {
-                if max(dl, dr) != INF && sp < STACK_SIZE {
-                    stack[sp] = far;
-                    sp++;
-                }
-                node = near;
-                descend = true;
-            }
-        }
-        if descend {
+            limit = min(best.t, t_max);
             continue;
         }
-        // Pop, skipping boxes that now start beyond the best hit.
-        var found = false;
-        loop {
-            if sp == 0u {
-                break;
-            }
-            sp--;
-            node = stack[sp];
-            if box_entry(r, nodes[node], min(best.t, t_max)) != INF {
-                found = true;
-                break;
-            }
+        let n = nodes[child];
+        let e = children_entry(r, n, limit);
+        let c = select(0u, 1u, e.near.y < e.near.x);
+        let f = 1u - c;
+        if sp + 2u > STACK_SIZE {
+            break; // cannot happen: the builder bounds the depth below the stack size
         }
-        if !found {
-            return best;
-        }
+        stack_child[sp] = n.child[f];
+        stack_count[sp] = n.count[f];
+        stack_near[sp] = e.near[f];
+        sp += (e.mask >> f) & 1u;
+        stack_child[sp] = n.child[c];
+        stack_count[sp] = n.count[c];
+        stack_near[sp] = e.near[c];
+        sp += (e.mask >> c) & 1u;
     }
     return best;
+}
+
+fn miss() -> HitRecord {
+    var h: HitRecord;
+    h.t = INF;
+    h.triangle = NO_HIT;
+    return h;
 }

@@ -18,7 +18,7 @@ fn occluded(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let s = segments[i];
     let r = ray_prep(s.start, s.end - s.start);
-    if any_hit(r, 1.0, params.mask) {
+    if walk(r, 1.0, params.mask, true, miss()).triangle != NO_HIT {
         atomicOr(&bits[word], bit);
     }
 }

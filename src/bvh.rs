@@ -1,23 +1,64 @@
 //! The one BVH layout both backends traverse, and its binned-SAH builder.
 //!
-//! Nodes are 32 bytes, children of an inner node sit side by side (`left`, `left + 1`), and a
-//! leaf names a run of triangles stored in leaf order, so traversal reads nodes and triangles
-//! straight from two arrays on the CPU and from two storage buffers on the GPU.
+//! A binary BVH in the layout of Aila and Laine ("Understanding the Efficiency of Ray Traversal
+//! on GPUs", 2009): each 64-byte node holds the boxes of its *two children*, so one fetch tests
+//! both, and on the CPU one SSE lane pair does it. Leaf children name a run of triangles stored
+//! in leaf order. Node 0 holds the root's children; parents come before their children.
 
 use bytemuck::{Pod, Zeroable};
 use glam::Vec3;
 
-/// A BVH node. Mirrors `struct BvhNode` in `shaders/common.wgsl`.
+/// Marks the unused second slot of a root that is a single leaf.
+pub const EMPTY_CHILD: u32 = u32::MAX;
+
+/// A BVH node: its two children's boxes and what they are. Mirrors `struct BvhNode` in
+/// `shaders/common.wgsl`.
 ///
-/// `count == 0`: inner node, children at `left_or_first` and `left_or_first + 1`.
-/// `count > 0`: leaf holding triangles `left_or_first .. left_or_first + count`.
+/// Boxes are stored per axis as `[lo0, lo1, hi0, hi1]` (child 0, child 1). For child `i`:
+/// `count[i] == 0` means an inner node at index `child[i]`; `count[i] > 0` a leaf holding
+/// triangles `child[i] .. child[i] + count[i]`; `child[i] == EMPTY_CHILD` no child.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct BvhNode {
-    pub min: [f32; 3],
-    pub left_or_first: u32,
-    pub max: [f32; 3],
-    pub count: u32,
+    pub x: [f32; 4],
+    pub y: [f32; 4],
+    pub z: [f32; 4],
+    pub child: [u32; 2],
+    pub count: [u32; 2],
+}
+
+impl BvhNode {
+    /// Bounds (min, max) of child `i`.
+    #[must_use]
+    pub fn child_bounds(&self, i: usize) -> (Vec3, Vec3) {
+        (
+            Vec3::new(self.x[i], self.y[i], self.z[i]),
+            Vec3::new(self.x[2 + i], self.y[2 + i], self.z[2 + i]),
+        )
+    }
+    fn set_child_bounds(&mut self, i: usize, b: &Aabb) {
+        for (axis, v) in [&mut self.x, &mut self.y, &mut self.z]
+            .into_iter()
+            .enumerate()
+        {
+            v[i] = b.min[axis];
+            v[2 + i] = b.max[axis];
+        }
+    }
+}
+
+/// Bounds of a whole tree (the union of node 0's children), `None` when empty.
+#[must_use]
+pub fn root_bounds(nodes: &[BvhNode]) -> Option<(Vec3, Vec3)> {
+    let root = nodes.first()?;
+    let mut b = Aabb::EMPTY;
+    for i in 0..2 {
+        if root.child[i] != EMPTY_CHILD {
+            let (min, max) = root.child_bounds(i);
+            b.grow(&Aabb { min, max });
+        }
+    }
+    Some((b.min, b.max))
 }
 
 /// A world-space triangle in leaf order. Mirrors `struct Triangle` in `shaders/common.wgsl`.
@@ -35,7 +76,7 @@ pub struct GpuTriangle {
     pub flags: u32,
 }
 
-const _: () = assert!(std::mem::size_of::<BvhNode>() == 32);
+const _: () = assert!(std::mem::size_of::<BvhNode>() == 64);
 const _: () = assert!(std::mem::size_of::<GpuTriangle>() == 48);
 const _: () = assert!(std::mem::offset_of!(GpuTriangle, flags) == 44);
 
@@ -170,9 +211,32 @@ impl Bvh {
         };
         let mut order: Vec<u32> = (0..triangles.len() as u32).collect();
         let root = build_node(&input, &mut order, 0, 0);
-        let mut nodes = Vec::with_capacity(2 * triangles.len() / 2 + 1);
+        let mut nodes = Vec::with_capacity(triangles.len() / 2 + 1);
         nodes.push(BvhNode::default());
-        flatten(&root, 0, &mut nodes);
+        match &root {
+            Build::Inner { children, .. } => flatten(children, 0, &mut nodes),
+            leaf => {
+                // A single-leaf tree: child 0 is the leaf, child 1 is empty.
+                let empty = Build::Leaf {
+                    bounds: Aabb::EMPTY,
+                    first: 0,
+                    count: 0,
+                };
+                flatten(
+                    &[
+                        Build::Leaf {
+                            bounds: leaf.bounds(),
+                            first: 0,
+                            count: triangles.len() as u32,
+                        },
+                        empty,
+                    ],
+                    0,
+                    &mut nodes,
+                );
+                nodes[0].child[1] = EMPTY_CHILD;
+            }
+        }
         Bvh { nodes, order }
     }
 
@@ -187,28 +251,24 @@ impl Bvh {
     }
 }
 
-fn to_node(b: &Aabb, left_or_first: u32, count: u32) -> BvhNode {
-    BvhNode {
-        min: b.min.into(),
-        left_or_first,
-        max: b.max.into(),
-        count,
-    }
-}
-
-fn flatten(node: &Build, slot: usize, nodes: &mut Vec<BvhNode>) {
-    match node {
-        Build::Leaf {
-            bounds,
-            first,
-            count,
-        } => nodes[slot] = to_node(bounds, *first, *count),
-        Build::Inner { bounds, children } => {
-            let left = nodes.len();
-            nodes[slot] = to_node(bounds, left as u32, 0);
-            nodes.extend([BvhNode::default(); 2]);
-            flatten(&children[0], left, nodes);
-            flatten(&children[1], left + 1, nodes);
+/// Writes the children of inner build node `node` into `nodes[slot]`, depth first.
+fn flatten(children: &[Build; 2], slot: usize, nodes: &mut Vec<BvhNode>) {
+    for (i, c) in children.iter().enumerate() {
+        nodes[slot].set_child_bounds(i, &c.bounds());
+        match c {
+            Build::Leaf { first, count, .. } => {
+                nodes[slot].child[i] = *first;
+                nodes[slot].count[i] = *count;
+            }
+            Build::Inner {
+                children: grand, ..
+            } => {
+                let index = nodes.len();
+                nodes.push(BvhNode::default());
+                nodes[slot].child[i] = index as u32;
+                nodes[slot].count[i] = 0;
+                flatten(grand, index, nodes);
+            }
         }
     }
 }
@@ -339,28 +399,31 @@ fn best_split(
     best
 }
 
-/// Recomputes every node's bounds from its triangles after vertices moved (same topology).
-/// Children always follow their parent, so one reverse sweep suffices.
+/// Recomputes every box after vertices moved (same topology). Children always follow their
+/// parent, so one reverse sweep suffices.
 pub fn refit(nodes: &mut [BvhNode], triangles: &[GpuTriangle]) {
-    for i in (0..nodes.len()).rev() {
-        let n = nodes[i];
-        let mut b = Aabb::EMPTY;
-        if n.count > 0 {
-            let first = n.left_or_first as usize;
-            for t in &triangles[first..first + n.count as usize] {
-                let (min, max) = t.bounds();
-                b.grow(&Aabb { min, max });
+    for n in (0..nodes.len()).rev() {
+        for i in 0..2 {
+            let (child, count) = (nodes[n].child[i], nodes[n].count[i]);
+            if child == EMPTY_CHILD {
+                continue;
             }
-        } else {
-            for c in [n.left_or_first as usize, n.left_or_first as usize + 1] {
-                b.grow(&Aabb {
-                    min: nodes[c].min.into(),
-                    max: nodes[c].max.into(),
-                });
+            let mut b = Aabb::EMPTY;
+            if count > 0 {
+                for t in &triangles[child as usize..][..count as usize] {
+                    let (min, max) = t.bounds();
+                    b.grow(&Aabb { min, max });
+                }
+            } else {
+                for j in 0..2 {
+                    let (min, max) = nodes[child as usize].child_bounds(j);
+                    if nodes[child as usize].child[j] != EMPTY_CHILD {
+                        b.grow(&Aabb { min, max });
+                    }
+                }
             }
+            nodes[n].set_child_bounds(i, &b);
         }
-        nodes[i].min = b.min.into();
-        nodes[i].max = b.max.into();
     }
 }
 
@@ -387,27 +450,22 @@ mod tests {
         let tris = random_tris(20_000, 3);
         let tier = Bvh::build(&tris).into_tier(tris.clone());
         let mut seen = vec![0u32; tris.len()];
-        let mut stack = vec![(
-            0usize,
-            Aabb {
-                min: Vec3::splat(-1e9),
-                max: Vec3::splat(1e9),
-            },
-        )];
-        while let Some((i, parent)) = stack.pop() {
-            let n = tier.nodes[i];
-            let (min, max): (Vec3, Vec3) = (n.min.into(), n.max.into());
-            assert!(min.cmpge(parent.min).all() && max.cmple(parent.max).all());
-            let b = Aabb { min, max };
-            if n.count > 0 {
-                for t in &tier.triangles[n.left_or_first as usize..][..n.count as usize] {
-                    seen[t.id as usize] += 1;
-                    let (tmin, tmax) = t.bounds();
-                    assert!(tmin.cmpge(min).all() && tmax.cmple(max).all());
+        let mut stack = vec![(0usize, Vec3::splat(-1e9), Vec3::splat(1e9))];
+        while let Some((n, pmin, pmax)) = stack.pop() {
+            let node = tier.nodes[n];
+            for i in 0..2 {
+                let (min, max) = node.child_bounds(i);
+                assert!(min.cmpge(pmin).all() && max.cmple(pmax).all());
+                if node.count[i] > 0 {
+                    for t in &tier.triangles[node.child[i] as usize..][..node.count[i] as usize] {
+                        seen[t.id as usize] += 1;
+                        let (tmin, tmax) = t.bounds();
+                        assert!(tmin.cmpge(min).all() && tmax.cmple(max).all());
+                    }
+                } else {
+                    assert!(node.child[i] as usize > n, "children follow their parent");
+                    stack.push((node.child[i] as usize, min, max));
                 }
-            } else {
-                stack.push((n.left_or_first as usize, b));
-                stack.push((n.left_or_first as usize + 1, b));
             }
         }
         assert!(seen.iter().all(|&s| s == 1));
@@ -422,23 +480,23 @@ mod tests {
             let [a, b, c] = t.vertices();
             t.set_vertices(a + shift, b + shift, c + shift);
         }
-        let before = tier.nodes[0];
+        let before = root_bounds(&tier.nodes).unwrap();
         refit(&mut tier.nodes, &tier.triangles);
-        let after = tier.nodes[0];
-        assert_eq!(Vec3::from(after.min), Vec3::from(before.min) + shift);
-        assert!(
-            (Vec3::from(after.max) - (Vec3::from(before.max) + shift))
-                .abs()
-                .max_element()
-                < 1e-4
-        );
+        let after = root_bounds(&tier.nodes).unwrap();
+        assert!((after.0 - (before.0 + shift)).abs().max_element() < 1e-4);
+        assert!((after.1 - (before.1 + shift)).abs().max_element() < 1e-4);
     }
 
     #[test]
     fn identical_triangles_still_build() {
         let t = GpuTriangle::new(Vec3::ZERO, Vec3::X, Vec3::Y, 0, 0, 3);
         let tris: Vec<_> = (0..100).map(|i| GpuTriangle { id: i, ..t }).collect();
-        let tier = Bvh::build(&tris).into_tier(tris);
-        assert!(tier.nodes.iter().all(|n| n.count <= 8));
+        let tier = Bvh::build(&tris).into_tier(tris.clone());
+        assert!(tier.nodes.iter().all(|n| n.count.iter().all(|&c| c <= 8)));
+        let one = Bvh::build(&tris[..3]).into_tier(tris[..3].to_vec());
+        assert_eq!(
+            (one.nodes.len(), one.nodes[0].count, one.nodes[0].child[1]),
+            (1, [3, 0], EMPTY_CHILD)
+        );
     }
 }

@@ -91,9 +91,10 @@ fn wgsl_structs_match_their_rust_twins() {
         "BvhNode",
         size_of::<BvhNode>(),
         &[
-            ("min", offset_of!(BvhNode, min)),
-            ("left_or_first", offset_of!(BvhNode, left_or_first)),
-            ("max", offset_of!(BvhNode, max)),
+            ("x", offset_of!(BvhNode, x)),
+            ("y", offset_of!(BvhNode, y)),
+            ("z", offset_of!(BvhNode, z)),
+            ("child", offset_of!(BvhNode, child)),
             ("count", offset_of!(BvhNode, count)),
         ],
     );

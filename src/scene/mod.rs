@@ -318,11 +318,9 @@ impl Scene {
         let mut lo = Vec3::splat(f32::INFINITY);
         let mut hi = Vec3::splat(f32::NEG_INFINITY);
         for tier in self.tiers() {
-            if let Some(root) = tier.nodes.first() {
-                if !tier.triangles.is_empty() {
-                    lo = lo.min(Vec3::from(root.min));
-                    hi = hi.max(Vec3::from(root.max));
-                }
+            if let Some((min, max)) = crate::bvh::root_bounds(&tier.nodes) {
+                lo = lo.min(min);
+                hi = hi.max(max);
             }
         }
         (lo.x <= hi.x).then_some((lo, hi))

@@ -3,13 +3,14 @@
 //! parallel with rayon. They are the reference in tests and the fallback without an adapter.
 
 use super::{HitRecord, Occlusion, Ray, Segment, NO_HIT};
-use crate::bvh::{BvhNode, GpuTriangle};
+use crate::bvh::{BvhNode, GpuTriangle, EMPTY_CHILD};
 use crate::scene::Tier;
-use glam::{Vec3, Vec3A};
+use glam::{Vec3, Vec3A, Vec4, Vec4Swizzles};
 use rayon::prelude::*;
 
-/// Traversal stack depth; the builder keeps trees shallower than this.
-pub const STACK_SIZE: usize = 64;
+/// Traversal stack entries: the builder bounds the depth at 64 (SAH to depth 32, then median
+/// splits), and a walk holds at most one pending sibling per level plus two.
+pub const STACK_SIZE: usize = 66;
 
 /// Pads the far slab distance so a box test never culls a hit the triangle test accepts
 /// (Ize 2013, "Robust BVH Ray Traversal": 1 + 2 gamma(3)).
@@ -31,6 +32,7 @@ pub struct RayPrep {
 
 impl RayPrep {
     #[must_use]
+    #[inline]
     pub fn new(org: Vec3, dir: Vec3) -> RayPrep {
         let a = dir.abs();
         let kz = if a.x >= a.y && a.x >= a.z {
@@ -40,31 +42,32 @@ impl RayPrep {
         } else {
             2
         };
-        let mut kx = (kz + 1) % 3;
-        let mut ky = (kx + 1) % 3;
-        if dir[kz] < 0.0 {
-            std::mem::swap(&mut kx, &mut ky);
-        }
-        let (sx, sy, sz) = (dir[kx] / dir[kz], dir[ky] / dir[kz], 1.0 / dir[kz]);
-        let mut rows = [Vec3A::ZERO; 3];
-        rows[0][kx] = 1.0;
-        rows[0][kz] = -sx;
-        rows[1][ky] = 1.0;
-        rows[1][kz] = -sy;
-        rows[2][kz] = sz;
-        // Near-zero components get a tiny stand-in so the slab test never computes 0 * inf.
-        let safe = |d: f32| {
-            if d.abs() < 1e-30 {
-                1e-30f32.copysign(d)
-            } else {
-                d
-            }
+        let d = dir.to_array();
+        let (kx, ky) = match (kz, d[kz] < 0.0) {
+            (0, false) => (1, 2),
+            (0, true) => (2, 1),
+            (1, false) => (2, 0),
+            (1, true) => (0, 2),
+            (_, false) => (0, 1),
+            (_, true) => (1, 0),
         };
+        // Per-lane IEEE division: the same bits as dir[kx] / dir[kz] and so on.
+        let shear = Vec3A::new(d[kx], d[ky], 1.0) / Vec3A::splat(d[kz]);
+        let mut rows = [[0.0f32; 3]; 3];
+        rows[0][kx] = 1.0;
+        rows[0][kz] = -shear.x;
+        rows[1][ky] = 1.0;
+        rows[1][kz] = -shear.y;
+        rows[2][kz] = shear.z;
+        // Near-zero components get a tiny stand-in so the slab test never computes 0 * inf.
+        let dir = Vec3A::from(dir);
+        let tiny = dir.abs().cmplt(Vec3A::splat(1e-30));
+        let safe = Vec3A::select(tiny, Vec3A::splat(1e-30).copysign(dir), dir);
         RayPrep {
             org: org.into(),
-            dir: dir.into(),
-            inv: Vec3A::new(1.0 / safe(dir.x), 1.0 / safe(dir.y), 1.0 / safe(dir.z)),
-            rows,
+            dir,
+            inv: Vec3A::ONE / safe,
+            rows: rows.map(Vec3A::from_array),
         }
     }
 }
@@ -101,124 +104,172 @@ pub fn intersect(r: &RayPrep, tri: &GpuTriangle, t_max: f32) -> Option<f32> {
     Some(ts / ds)
 }
 
-/// Slab test: the entry distance if the ray meets the box before `t_max`, else `f32::INFINITY`.
+/// Slab test of both children of `node` at once (x, y, z lanes hold `[lo0, lo1, hi0, hi1]`):
+/// a two-bit mask of the children the ray meets before `t_max`, and their entry distances.
 #[must_use]
 #[inline]
-pub fn box_entry(r: &RayPrep, node: &BvhNode, t_max: f32) -> f32 {
-    let t0 = (Vec3A::from(node.min) - r.org) * r.inv;
-    let t1 = (Vec3A::from(node.max) - r.org) * r.inv;
-    let near = t0.min(t1).max_element().max(0.0);
-    let far = t0.max(t1).min_element().min(t_max) * BOX_PAD;
-    if near <= far {
-        near
-    } else {
-        f32::INFINITY
+pub fn children_entry(r: &RayPrep, node: &BvhNode, t_max: f32) -> (u32, [f32; 2]) {
+    let tx = (Vec4::from(node.x) - Vec4::splat(r.org.x)) * r.inv.x;
+    let ty = (Vec4::from(node.y) - Vec4::splat(r.org.y)) * r.inv.y;
+    let tz = (Vec4::from(node.z) - Vec4::splat(r.org.z)) * r.inv.z;
+    // Lanes 0 and 1 end up holding child 0 and child 1.
+    let (sx, sy, sz) = (tx.zwxy(), ty.zwxy(), tz.zwxy());
+    let near = tx.min(sx).max(ty.min(sy)).max(tz.min(sz).max(Vec4::ZERO));
+    let far = tx
+        .max(sx)
+        .min(ty.max(sy))
+        .min(tz.max(sz).min(Vec4::splat(t_max)))
+        * BOX_PAD;
+    let mut mask = near.cmple(far).bitmask() & 0b11;
+    for i in 0..2 {
+        if node.child[i] == EMPTY_CHILD {
+            mask &= !(1 << i);
+        }
     }
+    (mask, [near.x, near.y])
 }
 
-/// Any blocking triangle with `0 < t < t_max`?
-#[must_use]
-pub fn any_hit(tier: &Tier, r: &RayPrep, t_max: f32, mask: u32) -> bool {
-    let nodes = &tier.nodes;
-    if nodes.is_empty() || box_entry(r, &nodes[0], t_max) == f32::INFINITY {
-        return false;
-    }
-    let mut stack = [0u32; STACK_SIZE];
-    let mut sp = 0;
-    let mut node = 0usize;
-    loop {
-        let n = &nodes[node];
-        if n.count > 0 {
-            let first = n.left_or_first as usize;
-            for tri in &tier.triangles[first..first + n.count as usize] {
-                if tri.flags & mask != 0 && intersect(r, tri, t_max).is_some() {
-                    return true;
-                }
-            }
-        } else {
-            let l = n.left_or_first as usize;
-            let dl = box_entry(r, &nodes[l], t_max);
-            let dr = box_entry(r, &nodes[l + 1], t_max);
-            let (near, far, dn, df) = if dl <= dr {
-                (l, l + 1, dl, dr)
-            } else {
-                (l + 1, l, dr, dl)
-            };
-            if dn != f32::INFINITY {
-                if df != f32::INFINITY && sp < STACK_SIZE {
-                    stack[sp] = far as u32;
-                    sp += 1;
-                }
-                node = near;
-                continue;
-            }
-        }
-        if sp == 0 {
-            return false;
-        }
-        sp -= 1;
-        node = stack[sp] as usize;
-    }
-}
-
-/// Improves `best` with the closest blocking triangle with `0 < t < t_max`; equal distances go to
-/// the lower triangle id, so results do not depend on traversal or chunk order.
-pub fn closest(tier: &Tier, r: &RayPrep, t_max: f32, mask: u32, best: &mut HitRecord) {
+/// Walks the tree; `leaf` is called for each leaf met (nearer child first) with the current
+/// limit and returns the new limit, or `None` to stop the walk.
+///
+/// Random rays make every data-dependent branch a coin toss, so the hit children of a node are
+/// pushed without branching (far first, the stack pointer advanced by the hit bit) and the only
+/// branch per stack entry is "leaf or node".
+#[inline(always)]
+fn walk(
+    tier: &Tier,
+    r: &RayPrep,
+    t_max: f32,
+    mut leaf: impl FnMut(&[GpuTriangle], f32) -> Option<f32>,
+) {
     let nodes = &tier.nodes;
     if nodes.is_empty() {
         return;
     }
-    let limit = |best: &HitRecord| best.t.min(t_max);
-    if box_entry(r, &nodes[0], limit(best)) == f32::INFINITY {
+    let mut limit = t_max;
+    // (child, count, entry distance); count > 0 marks a leaf.
+    let mut stack = [(0u32, 0u32, 0f32); STACK_SIZE];
+    stack[0] = (0, 0, 0.0);
+    let mut sp = 1;
+    while sp > 0 {
+        sp -= 1;
+        let (child, count, near) = stack[sp];
+        if near > limit {
+            continue;
+        }
+        if count > 0 {
+            match leaf(&tier.triangles[child as usize..][..count as usize], limit) {
+                Some(l) => limit = l,
+                None => return,
+            }
+            continue;
+        }
+        let n = &nodes[child as usize];
+        let (mask, d) = children_entry(r, n, limit);
+        let c = usize::from(d[1] < d[0]);
+        let f = 1 - c;
+        stack[sp] = (n.child[f], n.count[f], d[f]);
+        sp += (mask >> f & 1) as usize;
+        stack[sp] = (n.child[c], n.count[c], d[c]);
+        sp += (mask >> c & 1) as usize;
+    }
+}
+
+/// Any blocking triangle with `0 < t < t_max`, for many rays, [`LANES`] at a time: [`walk`] per ray, but the lanes are
+/// stepped in turn, one stack entry each, so the out-of-order core overlaps their memory and
+/// arithmetic latency (one incoherent ray is a chain of dependent loads). A lane that finishes
+/// takes the next ray. Rays whose bit is already set in `words` are skipped; hits set theirs.
+pub fn any_hit_stream(
+    tier: &Tier,
+    rays: &[RayPrep],
+    t_max: f32,
+    mask: u32,
+    stacks: &mut Stacks,
+    words: &mut [u32],
+) {
+    if tier.nodes.is_empty() {
         return;
     }
-    let mut stack = [0u32; STACK_SIZE];
-    let mut sp = 0;
-    let mut node = 0usize;
+    let (nodes, triangles) = (&tier.nodes, &tier.triangles);
+    let mut lane_ray = [usize::MAX; LANES];
+    let mut sps = [0usize; LANES];
+    let mut next = 0;
+    let mut busy = 0;
     loop {
-        let n = &nodes[node];
-        if n.count > 0 {
-            let first = n.left_or_first as usize;
-            for tri in &tier.triangles[first..first + n.count as usize] {
-                if tri.flags & mask == 0 {
+        for j in 0..LANES {
+            if sps[j] == 0 {
+                // Idle lane: take the next ray not yet known to be blocked.
+                if lane_ray[j] != usize::MAX {
+                    lane_ray[j] = usize::MAX;
+                    busy -= 1;
+                }
+                while next < rays.len() && words[next / 32] >> (next % 32) & 1 == 1 {
+                    next += 1;
+                }
+                if next == rays.len() {
                     continue;
                 }
-                if let Some(t) = intersect(r, tri, t_max) {
-                    if t < best.t || (t == best.t && tri.id < best.triangle) {
-                        *best = hit_record(r, tri, t);
-                    }
-                }
+                lane_ray[j] = next;
+                stacks[j][0] = (0, 0, 0.0);
+                sps[j] = 1;
+                busy += 1;
+                next += 1;
             }
-        } else {
-            let l = n.left_or_first as usize;
-            let dl = box_entry(r, &nodes[l], limit(best));
-            let dr = box_entry(r, &nodes[l + 1], limit(best));
-            let (near, far, dn, df) = if dl <= dr {
-                (l, l + 1, dl, dr)
-            } else {
-                (l + 1, l, dr, dl)
-            };
-            if dn != f32::INFINITY {
-                if df != f32::INFINITY && sp < STACK_SIZE {
-                    stack[sp] = far as u32;
-                    sp += 1;
-                }
-                node = near;
+            let (i, stack, sp) = (lane_ray[j], &mut stacks[j], &mut sps[j]);
+            let r = &rays[i];
+            *sp -= 1;
+            let (child, count, near) = stack[*sp];
+            if near > t_max {
                 continue;
             }
+            if count > 0 {
+                let tris = &triangles[child as usize..][..count as usize];
+                if tris
+                    .iter()
+                    .any(|t| t.flags & mask != 0 && intersect(r, t, t_max).is_some())
+                {
+                    words[i / 32] |= 1 << (i % 32);
+                    *sp = 0;
+                }
+                continue;
+            }
+            let n = &nodes[child as usize];
+            let (m, d) = children_entry(r, n, t_max);
+            let c = usize::from(d[1] < d[0]);
+            let f = 1 - c;
+            stack[*sp] = (n.child[f], n.count[f], d[f]);
+            *sp += (m >> f & 1) as usize;
+            stack[*sp] = (n.child[c], n.count[c], d[c]);
+            *sp += (m >> c & 1) as usize;
         }
-        // Pop, skipping boxes that now start beyond the best hit.
-        loop {
-            if sp == 0 {
-                return;
-            }
-            sp -= 1;
-            node = stack[sp] as usize;
-            if box_entry(r, &nodes[node], limit(best)) != f32::INFINITY {
-                break;
-            }
+        if busy == 0 && next == rays.len() {
+            return;
         }
     }
+}
+
+/// Rays [`any_hit_stream`] steps together.
+pub const LANES: usize = 8;
+
+/// Traversal stacks of [`any_hit_stream`], reused across calls: `(child, count, entry)`.
+pub type Stacks = [[(u32, u32, f32); STACK_SIZE]; LANES];
+
+/// Improves `best` with the closest blocking triangle with `0 < t < t_max`; equal distances go to
+/// the lower triangle id, so results do not depend on traversal or chunk order.
+pub fn closest(tier: &Tier, r: &RayPrep, t_max: f32, mask: u32, best: &mut HitRecord) {
+    walk(tier, r, best.t.min(t_max), |tris, _| {
+        for tri in tris {
+            if tri.flags & mask == 0 {
+                continue;
+            }
+            if let Some(t) = intersect(r, tri, t_max) {
+                if t < best.t || (t == best.t && tri.id < best.triangle) {
+                    *best = hit_record(r, tri, t);
+                }
+            }
+        }
+        Some(best.t.min(t_max))
+    });
 }
 
 fn hit_record(r: &RayPrep, tri: &GpuTriangle, t: f32) -> HitRecord {
@@ -240,18 +291,30 @@ fn hit_record(r: &RayPrep, tri: &GpuTriangle, t: f32) -> HitRecord {
 /// the ends, over all tiers.
 #[must_use]
 pub fn occluded(tiers: &[&Tier], segments: &[Segment], mask: u32) -> Occlusion {
+    const WORDS: usize = 8; // 256 segments per task
     let mut out = Occlusion::new(segments.len());
     out.words
-        .par_iter_mut()
-        .zip(segments.par_chunks(32))
-        .for_each(|(word, chunk)| {
-            for (i, s) in chunk.iter().enumerate() {
-                let r = RayPrep::new(s.start(), s.end() - s.start());
-                if tiers.iter().any(|t| any_hit(t, &r, 1.0, mask)) {
-                    *word |= 1 << i;
+        .par_chunks_mut(WORDS)
+        .zip(segments.par_chunks(32 * WORDS))
+        .for_each_init(
+            || {
+                (
+                    Box::new([[(0, 0, 0.0); STACK_SIZE]; LANES]),
+                    Vec::with_capacity(32 * WORDS),
+                )
+            },
+            |(stacks, preps), (words, chunk)| {
+                preps.clear();
+                preps.extend(
+                    chunk
+                        .iter()
+                        .map(|s| RayPrep::new(s.start(), s.end() - s.start())),
+                );
+                for t in tiers {
+                    any_hit_stream(t, preps, 1.0, mask, stacks, words);
                 }
-            }
-        });
+            },
+        );
     out
 }
 
