@@ -183,59 +183,75 @@ fn hit_record(r: RayPrep, tri: Triangle, t: f32) -> HitRecord {
 
 // The BVH walk (twin of `walk` in src/trace/cpu.rs). `any`: stop at the first blocking hit.
 // Otherwise improve on `best_in` with the closest hit; ties go to the lower triangle id.
-// Hit children are pushed far first, so the nearer is popped next; count > 0 marks a leaf.
+// Same visiting order as the CPU walk (nearer child first), but leaf children are tested in
+// place and only the farther inner child is pushed: private arrays are slow on GPUs (and on
+// lavapipe), so this keeps stack traffic low.
 fn walk(r: RayPrep, t_max: f32, mask: u32, any: bool, best_in: HitRecord) -> HitRecord {
     var best = best_in;
     if arrayLength(&nodes) == 0u {
         return best;
     }
     var limit = min(best.t, t_max);
-    var stack_child: array<u32, STACK_SIZE>;
-    var stack_count: array<u32, STACK_SIZE>;
+    var stack_node: array<u32, STACK_SIZE>;
     var stack_near: array<f32, STACK_SIZE>;
-    stack_child[0] = 0u;
-    stack_count[0] = 0u;
-    stack_near[0] = 0.0;
-    var sp = 1u;
-    while sp > 0u {
-        sp--;
-        let child = stack_child[sp];
-        let count = stack_count[sp];
-        if stack_near[sp] > limit {
-            continue;
-        }
-        if count > 0u {
-            for (var t = child; t < child + count; t++) {
-                let tri = triangles[t];
-                if (tri.flags & mask) == 0u {
-                    continue;
-                }
-                let d = intersect(r, tri, t_max);
-                if d > 0.0 && (any || d < best.t || (d == best.t && tri.id < best.triangle)) {
-                    best = hit_record(r, tri, d);
-                    if any {
-                        return best;
+    var sp = 0u;
+    var node = 0u;
+    loop {
+        let n = nodes[node];
+        let e = children_entry(r, n, limit);
+        let first = select(0u, 1u, e.near.y < e.near.x);
+        var next = EMPTY_CHILD;
+        for (var k = 0u; k < 2u; k++) {
+            let i = select(first, 1u - first, k == 1u);
+            let near_i = e.near[i];
+            if (e.mask & (1u << i)) == 0u || near_i > limit {
+                continue;
+            }
+            let child = n.child[i];
+            let count = n.count[i];
+            if count > 0u {
+                for (var t = child; t < child + count; t++) {
+                    let tri = triangles[t];
+                    if (tri.flags & mask) == 0u {
+                        continue;
+                    }
+                    let d = intersect(r, tri, t_max);
+                    if d > 0.0 && (any || d < best.t || (d == best.t && tri.id < best.triangle)) {
+                        best = hit_record(r, tri, d);
+                        if any {
+                            return best;
+                        }
                     }
                 }
+                limit = min(best.t, t_max);
+            } else if next == EMPTY_CHILD {
+                next = child;
+            } else if sp < STACK_SIZE {
+                stack_node[sp] = child;
+                stack_near[sp] = near_i;
+                sp++;
             }
-            limit = min(best.t, t_max);
+        }
+        if next != EMPTY_CHILD {
+            node = next;
             continue;
         }
-        let n = nodes[child];
-        let e = children_entry(r, n, limit);
-        let c = select(0u, 1u, e.near.y < e.near.x);
-        let f = 1u - c;
-        if sp + 2u > STACK_SIZE {
-            break; // cannot happen: the builder bounds the depth below the stack size
+        // Pop, skipping subtrees that now start beyond the limit.
+        var found = false;
+        loop {
+            if sp == 0u {
+                break;
+            }
+            sp--;
+            if stack_near[sp] <= limit {
+                node = stack_node[sp];
+                found = true;
+                break;
+            }
         }
-        stack_child[sp] = n.child[f];
-        stack_count[sp] = n.count[f];
-        stack_near[sp] = e.near[f];
-        sp += (e.mask >> f) & 1u;
-        stack_child[sp] = n.child[c];
-        stack_count[sp] = n.count[c];
-        stack_near[sp] = e.near[c];
-        sp += (e.mask >> c) & 1u;
+        if !found {
+            return best;
+        }
     }
     return best;
 }
