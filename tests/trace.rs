@@ -603,3 +603,39 @@ fn a_lost_device_is_an_error_not_a_panic() {
         "{err}"
     );
 }
+
+#[test]
+fn every_real_level_loads_and_traces_alike_on_both_backends() {
+    let mut levels = 0;
+    for entry in std::fs::read_dir(common::data_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "obj") {
+            continue;
+        }
+        let (scene, report) = load_obj(&path, &LoadOptions::default()).unwrap();
+        assert!(report.triangles > 0, "{report}");
+        let segs = random_segments(&scene, 100_000, 8);
+        let cpu_bits = Engine::cpu().occluded(&scene, &segs, Mask::SIGHT).unwrap();
+        assert!(
+            cpu_bits.count_ones() > 0 && cpu_bits.count_ones() < segs.len(),
+            "{report}: a level blocks some lines, not all"
+        );
+        if let Some(gpu) = gpu::gpu_engine() {
+            let gpu_bits = gpu.occluded(&scene, &segs, Mask::SIGHT).unwrap();
+            let differ = (0..segs.len())
+                .filter(|&i| cpu_bits.get(i) != gpu_bits.get(i))
+                .count();
+            assert!(
+                differ <= 2,
+                "{report}: {differ} of {} segments differ",
+                segs.len()
+            );
+        }
+        levels += 1;
+    }
+    assert!(
+        levels >= 2,
+        "expected dungeon.obj and nav_test.obj in {}",
+        common::data_dir().display()
+    );
+}
