@@ -178,6 +178,10 @@ impl GpuTracer {
         &self.device
     }
 
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
     fn check_lost(&self) -> Result<()> {
         let _ = self.device.poll(wgpu::PollType::Poll); // lets a pending device-lost callback run
         match self.lost.lock().unwrap().as_ref() {

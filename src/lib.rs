@@ -10,9 +10,11 @@
 //! ```
 
 pub mod bvh;
+pub mod cover;
 mod engine;
 mod error;
 mod gpu;
+pub mod ground;
 pub mod scene;
 pub mod trace;
 pub mod viewshed;

@@ -1,11 +1,11 @@
 //! Viewshed: which ground cells an observer's eye can see, on a top-down grid.
 //!
 //! Two batches: a downward closest-hit ray per cell finds the top surface (ground if it is
-//! walkable and within 45 degrees of horizontal), then an occlusion segment per ground cell
+//! walkable and within 45 degrees of horizontal; [`crate::ground::ground_grid`]), then an occlusion segment per ground cell
 //! from the eye to a point just above the ground.
 
-use crate::scene::{Mask, MaterialFlags, Scene};
-use crate::trace::{Ray, Segment};
+use crate::scene::{Mask, Scene};
+use crate::trace::Segment;
 use crate::{Engine, Error, Result};
 use glam::{Vec2, Vec3};
 use std::time::{Duration, Instant};
@@ -121,34 +121,25 @@ pub fn viewshed(
             what: "viewshed grid cells",
             limit: 1 << 28,
         })?;
-    let top = hi.y + 1.0;
-    let drop = top - lo.y + 1.0;
-    let centre =
-        |i: usize| origin + (Vec2::new((i % width) as f32, (i / width) as f32) + 0.5) * params.cell;
-    let down: Vec<Ray> = (0..cells)
-        .map(|i| {
-            let c = centre(i);
-            Ray::new(Vec3::new(c.x, top, c.y), Vec3::NEG_Y, drop)
-        })
-        .collect();
-    let all = Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
-    let hits = engine.closest_hit(scene, &down, all)?;
-    let min_normal_y = params.max_slope.cos();
-    let mut ground = vec![f32::NAN; cells];
+    let centre = |i: usize| crate::ground::cell_centre(origin, params.cell, width, i);
+    let ground = crate::ground::ground_grid(
+        engine,
+        scene,
+        origin,
+        params.cell,
+        width,
+        height,
+        params.max_slope,
+    )?;
     let mut state = vec![CellState::NotGround; cells];
     let mut segments = Vec::new();
     let mut owners = Vec::new();
-    for (i, h) in hits.iter().enumerate() {
-        let Some(h) = h else { continue };
-        let walkable = scene.materials()[h.material as usize]
-            .flags
-            .contains(MaterialFlags::WALKABLE);
-        if !walkable || h.normal.y < min_normal_y {
+    for (i, &y) in ground.iter().enumerate() {
+        if y.is_nan() {
             continue;
         }
         let c = centre(i);
-        let g = Vec3::new(c.x, top - h.t, c.y);
-        ground[i] = g.y;
+        let g = Vec3::new(c.x, y, c.y);
         if Vec2::new(g.x - observer.x, g.z - observer.z).length() > params.max_range {
             state[i] = CellState::OutOfRange;
             continue;
@@ -172,7 +163,7 @@ pub fn viewshed(
         height,
         ground,
         state,
-        rays: down.len() + segments.len(),
+        rays: cells + segments.len(),
         elapsed: start.elapsed(),
     })
 }

@@ -14,6 +14,9 @@ fn validate(name: &str, source: &str) -> naga::Module {
     module
 }
 
+/// Shaders that do not use common.wgsl (the cover field's render and classify passes).
+const SELF_CONTAINED: [&str; 2] = ["depth_map", "cover_field"];
+
 #[test]
 fn every_shader_parses_and_validates() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/shaders");
@@ -25,8 +28,9 @@ fn every_shader_parses_and_validates() {
         }
         let name = path.file_stem().unwrap().to_str().unwrap().to_string();
         let source = std::fs::read_to_string(&path).unwrap();
-        // Kernel files are compiled with common.wgsl in front, exactly as the engine does.
-        let full = if name == "common" {
+        // Kernel files are compiled with common.wgsl in front, exactly as the engine does;
+        // self-contained shaders are compiled as they are.
+        let full = if name == "common" || SELF_CONTAINED.contains(&name.as_str()) {
             source
         } else {
             let full = sightline::gpu_kernel_source(&name);
@@ -38,14 +42,18 @@ fn every_shader_parses_and_validates() {
         };
         let module = validate(&name, &full);
         if name != "common" {
+            // A render shader names its stages `{name}_vertex` and `{name}_fragment`.
             assert!(
-                module.entry_points.iter().any(|e| e.name == name),
-                "{name}.wgsl has no entry point `{name}`"
+                module
+                    .entry_points
+                    .iter()
+                    .any(|e| e.name == name || e.name.starts_with(&format!("{name}_"))),
+                "{name}.wgsl has no entry point `{name}` (or `{name}_*`)"
             );
         }
         seen += 1;
     }
-    assert!(seen >= 3, "found only {seen} shaders in {dir}");
+    assert!(seen >= 5, "found only {seen} shaders in {dir}");
 }
 
 #[test]
@@ -142,4 +150,55 @@ fn wgsl_structs_match_their_rust_twins() {
         size_of::<sightline::GpuParams>(),
         &[("count", 0), ("mask", 4), ("accumulate", 8)],
     );
+}
+
+/// Size and member offsets of struct `name` in a shader file.
+fn struct_layout(file: &str, name: &str) -> (usize, HashMap<String, usize>) {
+    let path = format!("{}/shaders/{file}.wgsl", env!("CARGO_MANIFEST_DIR"));
+    let module = validate(file, &std::fs::read_to_string(path).unwrap());
+    let mut layouter = naga::proc::Layouter::default();
+    layouter.update(module.to_ctx()).unwrap();
+    let (handle, ty) = module
+        .types
+        .iter()
+        .find(|(_, t)| t.name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("no struct {name} in {file}.wgsl"));
+    let naga::TypeInner::Struct { members, .. } = &ty.inner else {
+        panic!("{name} is not a struct")
+    };
+    let offsets = members
+        .iter()
+        .map(|m| (m.name.clone().unwrap(), m.offset as usize))
+        .collect();
+    (layouter[handle].size as usize, offsets)
+}
+
+#[test]
+fn cover_field_structs_match_their_rust_twins() {
+    use sightline::cover::field::{Face, FieldParams};
+    for file in ["depth_map", "cover_field"] {
+        let (size, offsets) = struct_layout(file, "Face");
+        assert_eq!(size, size_of::<Face>(), "size of Face in {file}.wgsl");
+        assert_eq!(offsets["view_proj"], offset_of!(Face, view_proj));
+        assert_eq!(
+            offsets["eye"],
+            offset_of!(Face, eye),
+            "Face.eye in {file}.wgsl"
+        );
+    }
+    let (size, offsets) = struct_layout("cover_field", "FieldParams");
+    assert_eq!(size, size_of::<FieldParams>(), "size of FieldParams");
+    for (field, offset) in [
+        ("count", offset_of!(FieldParams, count)),
+        ("row_stride", offset_of!(FieldParams, row_stride)),
+        ("observers", offset_of!(FieldParams, observers)),
+        ("first_observer", offset_of!(FieldParams, first_observer)),
+        ("face_resolution", offset_of!(FieldParams, face_resolution)),
+        ("accumulate", offset_of!(FieldParams, accumulate)),
+        ("radius", offset_of!(FieldParams, radius)),
+        ("bias", offset_of!(FieldParams, bias)),
+        ("heads", offset_of!(FieldParams, heads)),
+    ] {
+        assert_eq!(offsets[field], offset, "offset of FieldParams.{field}");
+    }
 }

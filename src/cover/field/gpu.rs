@@ -1,0 +1,400 @@
+//! The cover field on the GPU: a depth cube per observer (render), then one classify dispatch
+//! per group of observers (compute), results AND-ed in place; one `u32` per ground cell is read
+//! back, never the textures.
+//!
+//! Cube faces are R32Float straight-line distances from the eye (the fragment's interpolated
+//! world position, so no depth linearisation), drawn with a reversed infinite-Z Depth32Float
+//! attachment (near plane 1 cm) that keeps the nearest surface. Observers are processed in
+//! groups that fit the device's `max_texture_array_layers` and a 256 MiB texture budget; the
+//! same texture array is reused by every group.
+
+use super::{CoverFieldParams, ALL_HIDDEN};
+use crate::cover::Agent;
+use crate::gpu::GpuTracer;
+use crate::scene::{Mask, Scene};
+use crate::{Error, Result};
+use bytemuck::{Pod, Zeroable};
+// wgpu's clip space is DirectX's: y up, z in 0..1.
+use super::pipelines::{buffer_with, entry, Kit};
+use glam::camera::rh::{proj::directx::perspective_infinite_reverse, view::look_to_mat4};
+use glam::Vec3;
+use std::num::NonZeroU64;
+
+/// One cube face of one observer. Mirrors `struct Face` in `shaders/depth_map.wgsl` and
+/// `shaders/cover_field.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct Face {
+    /// Projection * view, column-major.
+    pub view_proj: [[f32; 4]; 4],
+    /// The eye (w unused).
+    pub eye: [f32; 4],
+}
+const _: () = assert!(std::mem::size_of::<Face>() == 80);
+
+/// Uniform block of the classify pass. Mirrors `struct FieldParams` in
+/// `shaders/cover_field.wgsl` (field docs there).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct FieldParams {
+    pub count: u32,
+    pub row_stride: u32,
+    pub observers: u32,
+    pub first_observer: u32,
+    pub face_resolution: u32,
+    pub accumulate: u32,
+    pub radius: f32,
+    pub bias: f32,
+    pub heads: [f32; 4],
+}
+const _: () = assert!(std::mem::size_of::<FieldParams>() == 48);
+const _: () = assert!(std::mem::offset_of!(FieldParams, heads) == 32);
+
+const WORKGROUP: u32 = 64;
+/// Near plane of the cube faces (metres): surfaces closer to an eye are not drawn.
+const NEAR: f32 = 0.01;
+/// Clear value of the distance faces: "no surface" (the shader treats >= 1e38 as nothing).
+const NOTHING: f64 = 3.0e38;
+/// Texture memory one group of observers may use.
+const TEXTURE_BUDGET: u64 = 256 << 20;
+pub(super) const COLOR: wgpu::TextureFormat = wgpu::TextureFormat::R32Float;
+pub(super) const DEPTH: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
+
+/// View directions and up vectors of the faces, in the order `cube_face` numbers them.
+const FACES: [(Vec3, Vec3); 6] = [
+    (Vec3::X, Vec3::Y),
+    (Vec3::NEG_X, Vec3::Y),
+    (Vec3::Y, Vec3::NEG_Z),
+    (Vec3::NEG_Y, Vec3::Z),
+    (Vec3::Z, Vec3::Y),
+    (Vec3::NEG_Z, Vec3::Y),
+];
+
+/// The six faces of the depth cube around `eye`.
+#[must_use]
+pub fn cube_faces(eye: Vec3) -> [Face; 6] {
+    let proj = perspective_infinite_reverse(std::f32::consts::FRAC_PI_2, 1.0, NEAR);
+    FACES.map(|(dir, up)| Face {
+        view_proj: (proj * look_to_mat4(eye, dir, up)).to_cols_array_2d(),
+        eye: eye.extend(0.0).into(),
+    })
+}
+
+/// Posture bits per ground point (see `shaders/cover_field.wgsl`).
+pub(super) fn classify(
+    tracer: &GpuTracer,
+    scene: &Scene,
+    points: &[Vec3],
+    agent: &Agent,
+    observers: &[Vec3],
+    mask: Mask,
+    params: &CoverFieldParams,
+) -> Result<Vec<u32>> {
+    let device = tracer.device();
+    let queue = tracer.queue();
+    let limits = device.limits();
+    let res = params.face_resolution.min(limits.max_texture_dimension_2d);
+    if res < params.face_resolution {
+        log::warn!(
+            "face_resolution {} exceeds the device's limit; using {res}",
+            params.face_resolution
+        );
+    }
+    // The masked triangles, three world-space vertices each, in buffers of at most
+    // max_buffer_size bytes.
+    let vertices: Vec<[f32; 3]> = scene
+        .tiers()
+        .iter()
+        .flat_map(|t| t.triangles.iter())
+        .filter(|t| t.flags & mask.bits() != 0)
+        .flat_map(|t| t.vertices().map(Into::into))
+        .collect();
+    if vertices.is_empty() {
+        return Ok(vec![0; points.len()]); // nothing blocks: every point is seen
+    }
+    let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let t0 = std::time::Instant::now();
+    let kit = Kit::new(device);
+    let t_kit = t0.elapsed();
+    let with = |label, usage, bytes: &[u8]| buffer_with(device, queue, label, usage, bytes);
+    let per_buffer = (limits.max_buffer_size / 36).clamp(1, u64::from(u32::MAX) / 3) as usize * 3;
+    let vertex_buffers: Vec<(wgpu::Buffer, u32)> = vertices
+        .chunks(per_buffer)
+        .map(|c| {
+            let b = with(
+                "cover field vertices",
+                wgpu::BufferUsages::VERTEX,
+                bytemuck::cast_slice(c),
+            );
+            (b, c.len() as u32)
+        })
+        .collect();
+    // Faces: one list for the classify pass, one padded to the uniform offset alignment for
+    // the render passes' dynamic offsets.
+    let faces: Vec<Face> = observers.iter().flat_map(|&o| cube_faces(o)).collect();
+    let stride = 80u64.next_multiple_of(u64::from(limits.min_uniform_buffer_offset_alignment));
+    let mut padded = vec![0u8; faces.len() * stride as usize];
+    for (i, f) in faces.iter().enumerate() {
+        padded[i * stride as usize..][..80].copy_from_slice(bytemuck::bytes_of(f));
+    }
+    let face_uniforms = with("cover field faces", wgpu::BufferUsages::UNIFORM, &padded);
+    let face_list = with(
+        "cover field faces",
+        wgpu::BufferUsages::STORAGE,
+        bytemuck::cast_slice(&faces),
+    );
+    let render_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some("depth map"),
+        layout: &kit.render_layout,
+        entries: &[wgpu::BindGroupEntry {
+            binding: 0,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &face_uniforms,
+                offset: 0,
+                size: NonZeroU64::new(80),
+            }),
+        }],
+    });
+    // Observers per group: the layer limit and the texture budget.
+    let layer_bytes = u64::from(res) * u64::from(res) * 4;
+    let per_group = ((limits.max_texture_array_layers / 6) as usize)
+        .min((TEXTURE_BUDGET / (6 * layer_bytes)) as usize)
+        .clamp(1, observers.len());
+    let texture = |label, format, usage, layers| {
+        device.create_texture(&wgpu::TextureDescriptor {
+            label: Some(label),
+            size: wgpu::Extent3d {
+                width: res,
+                height: res,
+                depth_or_array_layers: layers,
+            },
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format,
+            usage,
+            view_formats: &[],
+        })
+    };
+    let layers = per_group as u32 * 6;
+    let distances = texture(
+        "cover field depth cubes",
+        COLOR,
+        wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::TEXTURE_BINDING,
+        layers,
+    );
+    let depth = texture(
+        "cover field z",
+        DEPTH,
+        wgpu::TextureUsages::RENDER_ATTACHMENT,
+        1,
+    );
+    let depth_view = depth.create_view(&Default::default());
+    let layer_views: Vec<wgpu::TextureView> = (0..layers)
+        .map(|l| {
+            distances.create_view(&wgpu::TextureViewDescriptor {
+                dimension: Some(wgpu::TextureViewDimension::D2),
+                base_array_layer: l,
+                array_layer_count: Some(1),
+                ..Default::default()
+            })
+        })
+        .collect();
+    let array_view = distances.create_view(&wgpu::TextureViewDescriptor {
+        dimension: Some(wgpu::TextureViewDimension::D2Array),
+        ..Default::default()
+    });
+    // Ground points in slices that fit one storage binding and one 2D dispatch.
+    let max_binding = limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size);
+    let per_slice = ((max_binding / 16) as usize).max(WORKGROUP as usize);
+    let max_x = limits.max_compute_workgroups_per_dimension.max(1);
+    let mut slices = Vec::new();
+    for (s, chunk) in points.chunks(per_slice).enumerate() {
+        let cells: Vec<[f32; 4]> = chunk.iter().map(|p| p.extend(0.0).into()).collect();
+        let cells = with(
+            "cover field cells",
+            wgpu::BufferUsages::STORAGE,
+            bytemuck::cast_slice(&cells),
+        );
+        let bytes = chunk.len() as u64 * 4;
+        let hidden = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("cover field bits"),
+            size: bytes,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let readback = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("cover field readback"),
+            size: bytes,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let groups = (chunk.len() as u32).div_ceil(WORKGROUP);
+        let dispatch = (groups.min(max_x), groups.div_ceil(max_x));
+        let bind_groups: Vec<wgpu::BindGroup> = (0..observers.len())
+            .step_by(per_group)
+            .map(|first| {
+                let p = FieldParams {
+                    count: chunk.len() as u32,
+                    row_stride: dispatch.0 * WORKGROUP,
+                    observers: (observers.len() - first).min(per_group) as u32,
+                    first_observer: first as u32,
+                    face_resolution: res,
+                    accumulate: u32::from(first > 0),
+                    radius: agent.radius,
+                    bias: params.bias,
+                    heads: [
+                        agent.head_heights[0],
+                        agent.head_heights[1],
+                        agent.head_heights[2],
+                        0.0,
+                    ],
+                };
+                let p = with(
+                    "cover field params",
+                    wgpu::BufferUsages::UNIFORM,
+                    bytemuck::bytes_of(&p),
+                );
+                device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("cover field"),
+                    layout: &kit.classify_layout,
+                    entries: &[
+                        entry(0, p.as_entire_binding()),
+                        entry(1, face_list.as_entire_binding()),
+                        entry(2, cells.as_entire_binding()),
+                        entry(3, wgpu::BindingResource::TextureView(&array_view)),
+                        entry(4, hidden.as_entire_binding()),
+                    ],
+                })
+            })
+            .collect();
+        slices.push(Slice {
+            start: s * per_slice,
+            hidden,
+            readback,
+            bytes,
+            dispatch,
+            bind_groups,
+        });
+    }
+
+    let mut encoder = device.create_command_encoder(&Default::default());
+    for (g, first) in (0..observers.len()).step_by(per_group).enumerate() {
+        let count = (observers.len() - first).min(per_group);
+        for (layer, view) in layer_views.iter().enumerate().take(count * 6) {
+            let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+                label: Some("depth map face"),
+                color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                    view,
+                    depth_slice: None,
+                    resolve_target: None,
+                    ops: wgpu::Operations {
+                        load: wgpu::LoadOp::Clear(wgpu::Color {
+                            r: NOTHING,
+                            g: 0.0,
+                            b: 0.0,
+                            a: 1.0,
+                        }),
+                        store: wgpu::StoreOp::Store,
+                    },
+                })],
+                depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
+                    view: &depth_view,
+                    depth_ops: Some(wgpu::Operations {
+                        load: wgpu::LoadOp::Clear(0.0), // reversed Z: 0 is infinitely far
+                        store: wgpu::StoreOp::Discard,
+                    }),
+                    stencil_ops: None,
+                }),
+                timestamp_writes: None,
+                occlusion_query_set: None,
+                multiview_mask: None,
+            });
+            pass.set_pipeline(&kit.render);
+            let offset = ((first * 6 + layer) as u64 * stride) as u32;
+            pass.set_bind_group(0, &render_group, &[offset]);
+            for (vb, n) in &vertex_buffers {
+                pass.set_vertex_buffer(0, vb.slice(..));
+                pass.draw(0..*n, 0..1);
+            }
+        }
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("cover field classify"),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(&kit.classify);
+        for s in &slices {
+            pass.set_bind_group(0, &s.bind_groups[g], &[]);
+            pass.dispatch_workgroups(s.dispatch.0, s.dispatch.1, 1);
+        }
+    }
+    for s in &slices {
+        encoder.copy_buffer_to_buffer(&s.hidden, 0, &s.readback, 0, s.bytes);
+    }
+    queue.submit([encoder.finish()]);
+    if let Some(e) = pollster::block_on(validation.pop()) {
+        return Err(Error::Gpu(format!("cover field pass failed: {e}")));
+    }
+    if let Some(e) = pollster::block_on(oom.pop()) {
+        return Err(Error::Gpu(format!(
+            "out of GPU memory for the cover field: {e}; lower face_resolution or pass fewer \
+             observers per call"
+        )));
+    }
+
+    let (tx, rx) = std::sync::mpsc::channel();
+    for s in &slices {
+        let tx = tx.clone();
+        s.readback.map_async(wgpu::MapMode::Read, .., move |r| {
+            let _ = tx.send(r);
+        });
+    }
+    drop(tx);
+    device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| Error::DeviceLost(e.to_string()))?;
+    for _ in &slices {
+        match rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                return Err(Error::DeviceLost(format!(
+                    "reading the cover field back failed: {e}"
+                )))
+            }
+            Err(_) => return Err(Error::DeviceLost("the device dropped a readback".into())),
+        }
+    }
+    log::debug!(
+        "cover field on the GPU: {} points, {} observers in groups of {per_group}, {res}^2 \
+         faces, {} triangles: pipelines {t_kit:?}, total {:?}",
+        points.len(),
+        observers.len(),
+        vertices.len() / 3,
+        t0.elapsed()
+    );
+    let mut out = vec![ALL_HIDDEN; points.len()];
+    for s in &slices {
+        let view = s
+            .readback
+            .get_mapped_range(..)
+            .map_err(|e| Error::Gpu(e.to_string()))?;
+        let bits: &[u32] = bytemuck::cast_slice(&view);
+        out[s.start..][..bits.len()].copy_from_slice(bits);
+        drop(view);
+        s.readback.unmap();
+    }
+    Ok(out)
+}
+
+/// One binding's worth of ground points: its result bits, and a bind group per observer group.
+struct Slice {
+    start: usize,
+    hidden: wgpu::Buffer,
+    readback: wgpu::Buffer,
+    bytes: u64,
+    dispatch: (u32, u32),
+    bind_groups: Vec<wgpu::BindGroup>,
+}

@@ -1,0 +1,163 @@
+//! The cover field's two pipelines (depth-cube render, classify compute) and buffer helpers.
+
+use super::gpu::{COLOR, DEPTH};
+use std::num::NonZeroU64;
+
+/// The two pipelines and their layouts.
+pub(super) struct Kit {
+    pub render_layout: wgpu::BindGroupLayout,
+    pub render: wgpu::RenderPipeline,
+    pub classify_layout: wgpu::BindGroupLayout,
+    pub classify: wgpu::ComputePipeline,
+}
+
+impl Kit {
+    pub fn new(device: &wgpu::Device) -> Kit {
+        let module = |label, source: &str| {
+            device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(label),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            })
+        };
+        let render_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("depth map"),
+            entries: &[wgpu::BindGroupLayoutEntry {
+                binding: 0,
+                visibility: wgpu::ShaderStages::VERTEX_FRAGMENT,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Uniform,
+                    has_dynamic_offset: true,
+                    min_binding_size: NonZeroU64::new(80),
+                },
+                count: None,
+            }],
+        });
+        let depth_map = module("depth_map", include_str!("../../../shaders/depth_map.wgsl"));
+        let render = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+            label: Some("depth map"),
+            layout: Some(
+                &device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                    label: Some("depth map"),
+                    bind_group_layouts: &[Some(&render_layout)],
+                    immediate_size: 0,
+                }),
+            ),
+            vertex: wgpu::VertexState {
+                module: &depth_map,
+                entry_point: Some("depth_map_vertex"),
+                compilation_options: Default::default(),
+                buffers: &[Some(wgpu::VertexBufferLayout {
+                    array_stride: 12,
+                    step_mode: wgpu::VertexStepMode::Vertex,
+                    attributes: &wgpu::vertex_attr_array![0 => Float32x3],
+                })],
+            },
+            // Both faces: ray casting counts single-sided walls and ground from either side.
+            primitive: wgpu::PrimitiveState::default(),
+            depth_stencil: Some(wgpu::DepthStencilState {
+                format: DEPTH,
+                depth_write_enabled: Some(true),
+                depth_compare: Some(wgpu::CompareFunction::Greater),
+                stencil: Default::default(),
+                bias: Default::default(),
+            }),
+            multisample: Default::default(),
+            fragment: Some(wgpu::FragmentState {
+                module: &depth_map,
+                entry_point: Some("depth_map_fragment"),
+                compilation_options: Default::default(),
+                targets: &[Some(wgpu::ColorTargetState {
+                    format: COLOR,
+                    blend: None,
+                    write_mask: wgpu::ColorWrites::RED,
+                })],
+            }),
+            multiview_mask: None,
+            cache: None,
+        });
+        let storage = |binding, read_only| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Storage { read_only },
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        };
+        let classify_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("cover field"),
+            entries: &[
+                wgpu::BindGroupLayoutEntry {
+                    binding: 0,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                },
+                storage(1, true),
+                storage(2, true),
+                wgpu::BindGroupLayoutEntry {
+                    binding: 3,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Texture {
+                        sample_type: wgpu::TextureSampleType::Float { filterable: false },
+                        view_dimension: wgpu::TextureViewDimension::D2Array,
+                        multisampled: false,
+                    },
+                    count: None,
+                },
+                storage(4, false),
+            ],
+        });
+        let cover_field = module(
+            "cover_field",
+            include_str!("../../../shaders/cover_field.wgsl"),
+        );
+        let classify = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("cover field"),
+            layout: Some(
+                &device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                    label: Some("cover field"),
+                    bind_group_layouts: &[Some(&classify_layout)],
+                    immediate_size: 0,
+                }),
+            ),
+            module: &cover_field,
+            entry_point: Some("cover_field"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        Kit {
+            render_layout,
+            render,
+            classify_layout,
+            classify,
+        }
+    }
+}
+
+pub(super) fn entry(binding: u32, resource: wgpu::BindingResource<'_>) -> wgpu::BindGroupEntry<'_> {
+    wgpu::BindGroupEntry { binding, resource }
+}
+
+/// A buffer holding `contents` (not `create_buffer_init`: it panics on a lost device).
+pub(super) fn buffer_with(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    label: &str,
+    usage: wgpu::BufferUsages,
+    contents: &[u8],
+) -> wgpu::Buffer {
+    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: contents.len() as u64,
+        usage: usage | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    queue.write_buffer(&buffer, 0, contents);
+    buffer
+}

@@ -1,0 +1,82 @@
+//! Cover and concealment: where an agent can hide from observers, and in which posture.
+//!
+//! - [`sensor_grid`]: seed 000's sensor grid (Darken, Morgan, Paull), batched over many agents.
+//! - [`field`]: seed 001's depth-map method (Morgan, IV.E) as an area-wide GPU cover field.
+//!
+//! Cover versus concealment is the query's [`Mask`](crate::Mask): concealment hides from sight
+//! (`Mask::SIGHT`: foliage counts, bullet-proof glass does not), cover stops fire
+//! (`Mask::FIRE`: glass counts, foliage does not).
+
+pub mod field;
+pub mod sensor_grid;
+
+use glam::Vec3;
+
+/// Body postures, lowest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Posture {
+    Prone,
+    Crouching,
+    Standing,
+}
+
+impl Posture {
+    pub const ALL: [Posture; 3] = [Posture::Prone, Posture::Crouching, Posture::Standing];
+
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Posture::Prone => "prone",
+            Posture::Crouching => "crouching",
+            Posture::Standing => "standing",
+        }
+    }
+}
+
+/// The body that hides: where its feet are, how wide it is and where its head is per posture.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Agent {
+    /// Feet, on the ground (metres, +Y up).
+    pub position: Vec3,
+    /// Collision radius (metres).
+    pub radius: f32,
+    /// Head height above the feet for prone, crouching and standing.
+    pub head_heights: [f32; 3],
+}
+
+impl Agent {
+    /// A soldier: 0.3 m radius, head at 0.35 m prone, 1.1 m crouching, 1.75 m standing.
+    #[must_use]
+    pub const fn soldier(position: Vec3) -> Agent {
+        Agent {
+            position,
+            radius: 0.3,
+            head_heights: [0.35, 1.1, 1.75],
+        }
+    }
+
+    #[must_use]
+    pub fn head_height(&self, p: Posture) -> f32 {
+        self.head_heights[p as usize]
+    }
+
+    /// Standing height: the drop allowance of the ground search and the swept cylinder's top.
+    #[must_use]
+    pub fn height(&self) -> f32 {
+        self.head_heights[2]
+    }
+}
+
+/// The three visibility points of a posture at a spot (seed 000, figure 3): head height over the
+/// spot, and one collision radius to each side, perpendicular to the direction to the observer.
+#[must_use]
+pub fn template_points(agent: &Agent, ground: Vec3, posture: Posture, observer: Vec3) -> [Vec3; 3] {
+    let head = ground + Vec3::Y * agent.head_height(posture);
+    let to_obs = Vec3::new(observer.x - head.x, 0.0, observer.z - head.z);
+    let side = if to_obs.length_squared() > 1e-12 {
+        Vec3::new(-to_obs.z, 0.0, to_obs.x).normalize() * agent.radius
+    } else {
+        Vec3::X * agent.radius
+    };
+    [head, head - side, head + side]
+}

@@ -1,0 +1,487 @@
+//! The depth-map cover field (seed 001, IV.E): the GPU depth cubes against exact ray casting on
+//! the built-in scenes, exact classes behind a rock, a half-height wall and a foliage wall,
+//! cover versus concealment, and bad input.
+
+#[path = "common/gpu.rs"]
+mod gpu;
+
+use glam::{Vec2, Vec3};
+use sightline::cover::field::{
+    cover_field, cover_field_ray_cast, CellCover, CoverField, CoverFieldParams,
+};
+use sightline::cover::{Agent, Posture};
+use sightline::scene::procedural;
+use sightline::{Engine, Error, Mask, Material, MaterialFlags, Mesh, Scene};
+
+const EYE: f32 = 1.7;
+
+fn params() -> CoverFieldParams {
+    CoverFieldParams {
+        face_resolution: 1024,
+        ..CoverFieldParams::default()
+    }
+}
+
+fn soldier() -> Agent {
+    Agent::soldier(Vec3::ZERO)
+}
+
+/// An eye `EYE` metres above the ground at (x, z).
+fn eye(scene: &Scene, x: f32, z: f32) -> Vec3 {
+    let g = sightline::ground::ground_grid(
+        &Engine::cpu(),
+        scene,
+        Vec2::new(x, z) - 0.005,
+        0.01,
+        1,
+        1,
+        std::f32::consts::FRAC_PI_2,
+    )
+    .unwrap()[0];
+    assert!(!g.is_nan(), "no ground under the observer at ({x}, {z})");
+    Vec3::new(x, g + EYE, z)
+}
+
+/// (agreeing, compared): cells whose 8 neighbours all have the reference's class (farther than
+/// one cell from a shadow edge), and how many of those `field` classifies the same.
+fn agreement(field: &CoverField, reference: &CoverField) -> (usize, usize) {
+    assert_eq!(
+        (field.width, field.height),
+        (reference.width, reference.height)
+    );
+    let w = reference.width;
+    let (mut agree, mut compared) = (0, 0);
+    for r in 1..reference.height - 1 {
+        for c in 1..w - 1 {
+            let i = r * w + c;
+            let class = reference.cells[i];
+            let interior = (-1..=1).all(|dr: isize| {
+                (-1..=1).all(|dc: isize| {
+                    reference.cells[(r as isize + dr) as usize * w + (c as isize + dc) as usize]
+                        == class
+                })
+            });
+            if interior {
+                compared += 1;
+                agree += usize::from(field.cells[i] == class);
+            }
+        }
+    }
+    (agree, compared)
+}
+
+fn histogram(f: &CoverField) -> String {
+    let mut classes = vec![CellCover::NotGround, CellCover::Exposed];
+    classes.extend(Posture::ALL.map(CellCover::Hidden));
+    classes
+        .iter()
+        .map(|&c| format!("{c:?}={}", f.count(c)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The GPU field agrees with ray casting on >= 99% of cells away from shadow edges.
+fn check_gpu_against_ray_cast(name: &str, scene: &Scene, center: Vec3, observers: &[Vec3]) {
+    let Some(engine) = gpu::gpu_engine() else {
+        return;
+    };
+    let p = params();
+    let reference = cover_field_ray_cast(
+        &Engine::cpu(),
+        scene,
+        center,
+        &soldier(),
+        observers,
+        Mask::SIGHT,
+        &p,
+    )
+    .unwrap();
+    let field = cover_field(
+        &engine,
+        scene,
+        center,
+        &soldier(),
+        observers,
+        Mask::SIGHT,
+        &p,
+    )
+    .unwrap();
+    let (agree, compared) = agreement(&field, &reference);
+    let share = agree as f64 / compared.max(1) as f64;
+    println!(
+        "{name}: {} observers, GPU agrees with ray casting on {agree}/{compared} cells away from \
+         shadow edges ({:.3}%); GPU {:.0} ms ({:.0} cells/s), CPU ray cast {:.0} ms ({:.0} cells/s)\n  \
+         ray cast: {}\n  GPU:      {}",
+        observers.len(),
+        100.0 * share,
+        field.elapsed.as_secs_f64() * 1e3,
+        field.cells_per_second(),
+        reference.elapsed.as_secs_f64() * 1e3,
+        reference.cells_per_second(),
+        histogram(&reference),
+        histogram(&field),
+    );
+    assert!(
+        compared > field.cells.len() / 2,
+        "{name}: too few cells compared"
+    );
+    let hidden = reference.cells.len()
+        - reference.count(CellCover::NotGround)
+        - reference.count(CellCover::Exposed);
+    assert!(
+        hidden >= 100,
+        "{name}: only {hidden} hidden cells, a weak comparison"
+    );
+    assert!(share >= 0.99, "{name}: only {:.3}% agree", 100.0 * share);
+    // The ground search is the same kernel on the same cells: NotGround agrees exactly.
+    let not_ground = |f: &CoverField| {
+        f.cells
+            .iter()
+            .map(|&c| c == CellCover::NotGround)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        not_ground(&field),
+        not_ground(&reference),
+        "{name}: ground differs"
+    );
+}
+
+#[test]
+fn gpu_agrees_with_ray_casting_in_the_village() {
+    let scene = procedural::village(1, 1);
+    let near_building = Vec3::new(-15.0, 0.0, 16.0);
+    check_gpu_against_ray_cast(
+        "village, building, 1 observer",
+        &scene,
+        near_building,
+        &[eye(&scene, -8.0, 32.0)],
+    );
+    let boxes_and_cliff = Vec3::new(8.0, 0.0, -22.0);
+    check_gpu_against_ray_cast(
+        "village, boxes and cliff, 3 observers",
+        &scene,
+        boxes_and_cliff,
+        &[
+            eye(&scene, 22.0, -5.0),
+            eye(&scene, -6.0, -12.0),
+            eye(&scene, 40.0, -40.0), // on the plateau
+        ],
+    );
+}
+
+#[test]
+fn gpu_agrees_with_ray_casting_around_the_rock() {
+    let scene = procedural::rock(1, 1);
+    check_gpu_against_ray_cast(
+        "rock, 2 observers",
+        &scene,
+        Vec3::new(8.0, 0.0, 0.0),
+        &[Vec3::new(-8.0, EYE, 1.0), Vec3::new(-6.0, EYE, -5.0)],
+    );
+}
+
+#[test]
+fn observers_beyond_one_texture_array_are_processed_in_groups() {
+    // At 1024 texels a side, a 256 MiB budget holds 10 observers' cubes: 12 take two groups,
+    // whose bits are AND-ed on the GPU.
+    let scene = procedural::rock(1, 1);
+    let observers: Vec<Vec3> = (0..12)
+        .map(|i| {
+            Vec3::new(
+                -9.0 - (i % 3) as f32,
+                EYE + 0.2 * (i / 3) as f32,
+                -3.0 + 0.5 * i as f32,
+            )
+        })
+        .collect();
+    check_gpu_against_ray_cast(
+        "rock, 12 observers",
+        &scene,
+        Vec3::new(8.0, 0.0, 0.0),
+        &observers,
+    );
+}
+
+/// Both paths: the CPU twin, and when there is a GPU the depth cubes and ray casting through
+/// the GPU tracer.
+fn both(
+    scene: &Scene,
+    center: Vec3,
+    observers: &[Vec3],
+    mask: Mask,
+) -> Vec<(&'static str, CoverField)> {
+    let p = params();
+    let mut out = vec![(
+        "ray cast",
+        cover_field_ray_cast(
+            &Engine::cpu(),
+            scene,
+            center,
+            &soldier(),
+            observers,
+            mask,
+            &p,
+        )
+        .unwrap(),
+    )];
+    if let Some(engine) = gpu::gpu_engine() {
+        out.push((
+            "GPU",
+            cover_field(&engine, scene, center, &soldier(), observers, mask, &p).unwrap(),
+        ));
+        out.push((
+            "ray cast on the GPU tracer",
+            cover_field_ray_cast(&engine, scene, center, &soldier(), observers, mask, &p).unwrap(),
+        ));
+    }
+    out
+}
+
+/// Every ground cell whose centre lies in the box x0..x1, z0..z1 has class `want`; returns how
+/// many there were.
+fn assert_region(
+    f: &CoverField,
+    path: &str,
+    (x0, x1): (f32, f32),
+    (z0, z1): (f32, f32),
+    want: CellCover,
+) -> usize {
+    let mut n = 0;
+    for i in 0..f.cells.len() {
+        let c = f.cell_center(i);
+        if c.x < x0 || c.x > x1 || c.z < z0 || c.z > z1 || f.cells[i] == CellCover::NotGround {
+            continue;
+        }
+        assert_eq!(f.cells[i], want, "{path}: cell at ({}, {})", c.x, c.z);
+        n += 1;
+    }
+    assert!(n > 0, "{path}: no ground cells in the region");
+    n
+}
+
+#[test]
+fn behind_the_rock_is_hidden_standing_and_the_near_side_exposed() {
+    let scene = procedural::rock(1, 1);
+    // The rock is at least 3.5 m wide and 4.4 m tall around the origin; the eye 20 m west.
+    let observer = Vec3::new(-20.0, EYE, 0.0);
+    for (path, f) in both(&scene, Vec3::ZERO, &[observer], Mask::SIGHT) {
+        let hidden = assert_region(
+            &f,
+            path,
+            (3.0, 6.0),
+            (-0.5, 0.5),
+            CellCover::Hidden(Posture::Standing),
+        );
+        let exposed = assert_region(&f, path, (-15.0, -4.0), (-15.0, 15.0), CellCover::Exposed);
+        println!(
+            "{path}: {hidden} cells behind the rock hidden standing, {exposed} in front exposed"
+        );
+    }
+}
+
+fn ground_and_wall(wall_height: f32, wall: MaterialFlags) -> Scene {
+    let materials = vec![
+        Material::new(
+            "ground",
+            MaterialFlags::SOLID | MaterialFlags::WALKABLE,
+            0.3,
+        ),
+        Material::new("wall", wall, 0.5),
+    ];
+    let mut mesh = Mesh::default();
+    let q = |x: f32, y: f32, z: f32| Vec3::new(x, y, z);
+    mesh.push_quad(
+        q(-30.0, 0.0, -30.0),
+        q(-30.0, 0.0, 30.0),
+        q(30.0, 0.0, 30.0),
+        q(30.0, 0.0, -30.0),
+        0,
+    );
+    // A box x -0.15..0.15, z -5..5, y 0..wall_height.
+    let (x0, x1, z0, z1, h) = (-0.15, 0.15, -5.0, 5.0, wall_height);
+    mesh.push_quad(
+        q(x0, 0.0, z0),
+        q(x0, h, z0),
+        q(x0, h, z1),
+        q(x0, 0.0, z1),
+        1,
+    );
+    mesh.push_quad(
+        q(x1, 0.0, z0),
+        q(x1, 0.0, z1),
+        q(x1, h, z1),
+        q(x1, h, z0),
+        1,
+    );
+    mesh.push_quad(
+        q(x0, 0.0, z0),
+        q(x1, 0.0, z0),
+        q(x1, h, z0),
+        q(x0, h, z0),
+        1,
+    );
+    mesh.push_quad(
+        q(x0, 0.0, z1),
+        q(x0, h, z1),
+        q(x1, h, z1),
+        q(x1, 0.0, z1),
+        1,
+    );
+    mesh.push_quad(q(x0, h, z0), q(x1, h, z0), q(x1, h, z1), q(x0, h, z1), 1);
+    Scene::from_mesh(mesh, materials).unwrap()
+}
+
+#[test]
+fn behind_a_half_height_wall_only_prone_hides() {
+    // Eye 1.7 m up, 10 m from a 1 m wall. Just behind it, the sight line to a prone head
+    // (0.35 m) passes the wall below 0.55 m; to a crouching head (1.1 m) above 1.1 m.
+    let scene = ground_and_wall(1.0, MaterialFlags::SOLID);
+    let observer = Vec3::new(-10.0, EYE, 0.0);
+    for (path, f) in both(&scene, Vec3::ZERO, &[observer], Mask::FIRE) {
+        assert_region(
+            &f,
+            path,
+            (0.4, 1.6),
+            (-2.0, 2.0),
+            CellCover::Hidden(Posture::Prone),
+        );
+        assert_region(&f, path, (-8.0, -1.0), (-10.0, 10.0), CellCover::Exposed);
+        // The wall's shadow widens to 7.5 m off the axis at x = 5 and 9 m at x = 8.
+        assert_region(&f, path, (1.0, 8.0), (11.0, 15.0), CellCover::Exposed);
+        assert_eq!(
+            f.at(Vec3::new(0.0, 0.0, 0.0)),
+            Some(CellCover::NotGround),
+            "{path}: wall top"
+        );
+    }
+}
+
+#[test]
+fn foliage_conceals_but_gives_no_cover() {
+    let scene = ground_and_wall(3.0, MaterialFlags::BLOCKS_SIGHT);
+    let observer = Vec3::new(-10.0, EYE, 0.0);
+    for (path, f) in both(&scene, Vec3::ZERO, &[observer], Mask::SIGHT) {
+        assert_region(
+            &f,
+            path,
+            (0.4, 3.0),
+            (-2.0, 2.0),
+            CellCover::Hidden(Posture::Standing),
+        );
+    }
+    for (path, f) in both(&scene, Vec3::ZERO, &[observer], Mask::FIRE) {
+        assert_region(&f, path, (0.4, 3.0), (-2.0, 2.0), CellCover::Exposed);
+    }
+}
+
+#[test]
+fn with_no_observers_every_ground_cell_hides_standing() {
+    let scene = ground_and_wall(1.0, MaterialFlags::SOLID);
+    for (path, f) in both(&scene, Vec3::ZERO, &[], Mask::SIGHT) {
+        let ground = f.cells.len() - f.count(CellCover::NotGround);
+        assert_eq!(
+            f.count(CellCover::Hidden(Posture::Standing)),
+            ground,
+            "{path}"
+        );
+        assert_eq!(
+            f.cells.len(),
+            160 * 160,
+            "{path}: the default 40 m grid of 0.25 m cells"
+        );
+    }
+}
+
+#[test]
+fn bad_input_is_an_error() {
+    let scene = ground_and_wall(1.0, MaterialFlags::SOLID);
+    let obs = [Vec3::new(-10.0, EYE, 0.0)];
+    let p = params();
+    let mut engines = vec![Engine::cpu()];
+    engines.extend(gpu::gpu_engine());
+    for engine in &engines {
+        let run = |center: Vec3, observers: &[Vec3], p: CoverFieldParams| {
+            cover_field(
+                engine,
+                &scene,
+                center,
+                &soldier(),
+                observers,
+                Mask::SIGHT,
+                &p,
+            )
+        };
+        let invalid = |r: sightline::Result<CoverField>, what: &str| match r {
+            Err(Error::InvalidInput(m)) => println!("{what}: {m}"),
+            other => panic!(
+                "{what}: expected InvalidInput, got {:?}",
+                other.map(|f| f.cells.len())
+            ),
+        };
+        invalid(run(Vec3::new(f32::NAN, 0.0, 0.0), &obs, p), "NaN centre");
+        invalid(
+            run(Vec3::ZERO, &[Vec3::new(0.0, f32::INFINITY, 0.0)], p),
+            "infinite observer",
+        );
+        invalid(
+            run(Vec3::ZERO, &obs, CoverFieldParams { cell: 0.0, ..p }),
+            "zero cell",
+        );
+        invalid(
+            run(
+                Vec3::ZERO,
+                &obs,
+                CoverFieldParams {
+                    cell: f32::NAN,
+                    ..p
+                },
+            ),
+            "NaN cell",
+        );
+        invalid(
+            run(Vec3::ZERO, &obs, CoverFieldParams { size: -1.0, ..p }),
+            "negative size",
+        );
+        invalid(
+            run(
+                Vec3::ZERO,
+                &obs,
+                CoverFieldParams {
+                    size: 5000.0,
+                    cell: 0.1,
+                    ..p
+                },
+            ),
+            "huge grid",
+        );
+        invalid(
+            run(
+                Vec3::ZERO,
+                &obs,
+                CoverFieldParams {
+                    face_resolution: 0,
+                    ..p
+                },
+            ),
+            "no texels",
+        );
+        invalid(
+            run(
+                Vec3::ZERO,
+                &obs,
+                CoverFieldParams {
+                    bias: f32::NAN,
+                    ..p
+                },
+            ),
+            "NaN bias",
+        );
+        let mut agent = soldier();
+        agent.radius = f32::NAN;
+        invalid(
+            cover_field(engine, &scene, Vec3::ZERO, &agent, &obs, Mask::SIGHT, &p),
+            "NaN radius",
+        );
+    }
+}

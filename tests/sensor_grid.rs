@@ -1,0 +1,646 @@
+//! The sensor grid (seed 000) on scenes whose answers geometry decides.
+
+#[path = "common/gpu.rs"]
+mod gpu;
+
+use glam::{Affine3A, Vec3};
+use sightline::cover::sensor_grid::{
+    find_cover, representative_viewpoints, CoverQuery, SensorFate, SensorGridParams,
+};
+use sightline::cover::{Agent, Posture};
+use sightline::scene::procedural;
+use sightline::trace::SplitMix64;
+use sightline::{Engine, Mask, Material, MaterialFlags, Mesh, Mobility, Scene};
+
+const GROUND: u32 = 0;
+const SOLID: u32 = 1;
+const FOLIAGE: u32 = 2;
+const GLASS: u32 = 3;
+
+fn materials() -> Vec<Material> {
+    vec![
+        Material::new(
+            "ground",
+            MaterialFlags::SOLID | MaterialFlags::WALKABLE,
+            0.4,
+        ),
+        Material::new("wall", MaterialFlags::SOLID, 0.6),
+        Material::new("foliage", MaterialFlags::BLOCKS_SIGHT, 0.3),
+        Material::new("glass", MaterialFlags::BLOCKS_FIRE, 0.7),
+    ]
+}
+
+/// A closed axis-aligned box.
+fn cuboid(mesh: &mut Mesh, lo: Vec3, hi: Vec3, material: u32) {
+    let c =
+        |x: usize, y: usize, z: usize| Vec3::new([lo.x, hi.x][x], [lo.y, hi.y][y], [lo.z, hi.z][z]);
+    let faces = [
+        [c(0, 0, 0), c(0, 0, 1), c(0, 1, 1), c(0, 1, 0)],
+        [c(1, 0, 0), c(1, 1, 0), c(1, 1, 1), c(1, 0, 1)],
+        [c(0, 0, 0), c(1, 0, 0), c(1, 0, 1), c(0, 0, 1)],
+        [c(0, 1, 0), c(0, 1, 1), c(1, 1, 1), c(1, 1, 0)],
+        [c(0, 0, 0), c(0, 1, 0), c(1, 1, 0), c(1, 0, 0)],
+        [c(0, 0, 1), c(1, 0, 1), c(1, 1, 1), c(0, 1, 1)],
+    ];
+    for [a, b, cc, d] in faces {
+        mesh.push_quad(a, b, cc, d, material);
+    }
+}
+
+fn ground(mesh: &mut Mesh, half: f32, y: f32) {
+    mesh.push_quad(
+        Vec3::new(-half, y, -half),
+        Vec3::new(-half, y, half),
+        Vec3::new(half, y, half),
+        Vec3::new(half, y, -half),
+        GROUND,
+    );
+}
+
+fn engines() -> Vec<Engine> {
+    std::iter::once(Engine::cpu())
+        .chain(gpu::gpu_engine())
+        .collect()
+}
+
+fn query(agent: Vec3, observers: &[Vec3], mask: Mask) -> CoverQuery {
+    CoverQuery {
+        agent: Agent::soldier(agent),
+        observers: observers.to_vec(),
+        mask,
+        waypoints: Vec::new(),
+    }
+}
+
+#[test]
+fn the_darken2005_grid_has_51_staggered_sensors() {
+    let layout = SensorGridParams::darken2005().layout();
+    assert_eq!(layout.len(), 51);
+    let radii: Vec<f32> = (1..=5)
+        .map(|r| {
+            layout
+                .iter()
+                .find(|(ring, _)| *ring == r)
+                .unwrap()
+                .1
+                .length()
+        })
+        .collect();
+    assert!(
+        (radii[0] - 1.5).abs() < 1e-5 && (radii[4] - radii[3] - 3.0).abs() < 1e-5,
+        "{radii:?}"
+    );
+    let angle = |r: u32| {
+        layout
+            .iter()
+            .find(|(ring, _)| *ring == r)
+            .unwrap()
+            .1
+            .z
+            .atan2(layout.iter().find(|(ring, _)| *ring == r).unwrap().1.x)
+    };
+    assert!(
+        angle(1).abs() < 1e-6 && (angle(2) - std::f32::consts::PI / 10.0).abs() < 1e-5,
+        "every other ring is rotated half a step"
+    );
+}
+
+#[test]
+fn behind_the_rock_for_observers_at_eight_compass_points() {
+    let scene = procedural::rock(1, 1);
+    let params = SensorGridParams::darken2005();
+    for engine in engines() {
+        for k in 0..8 {
+            let a = k as f32 * std::f32::consts::TAU / 8.0;
+            let dir = Vec3::new(a.cos(), 0.0, a.sin());
+            let observer = dir * 25.0 + Vec3::Y * 1.7;
+            // The agent stands 6 m from the rock, off to the side of the line of fire.
+            let agent = Vec3::new(-dir.z, 0.0, dir.x) * 6.0;
+            let answer = &find_cover(
+                &engine,
+                &scene,
+                &[query(agent, &[observer], Mask::SIGHT)],
+                &params,
+            )
+            .unwrap()[0];
+            let choice = answer
+                .choice
+                .as_ref()
+                .unwrap_or_else(|| panic!("{:?}: no cover from {observer}", engine.backend()));
+            let spot = choice.position;
+            // Analytic shadow of the rock (about 2 m in radius; 2.5 m allows for its bumps).
+            let (to_rock, to_spot) = (
+                -Vec3::new(observer.x, 0.0, observer.z),
+                Vec3::new(spot.x - observer.x, 0.0, spot.z - observer.z),
+            );
+            let half_angle = (2.5f32 / to_rock.length()).asin();
+            assert!(
+                to_rock.angle_between(to_spot) < half_angle,
+                "{:?}: spot {spot} is outside the rock's shadow from {observer}",
+                engine.backend()
+            );
+            assert!(
+                to_spot.length() > to_rock.length(),
+                "{:?}: spot {spot} is on the observer's side",
+                engine.backend()
+            );
+            assert_eq!(choice.path.first(), Some(&agent));
+        }
+    }
+}
+
+#[test]
+fn a_wall_hides_the_sensors_behind_it_and_a_half_wall_only_low_postures() {
+    for (height, hidden) in [(2.5, [true, true, true]), (1.0, [true, false, false])] {
+        let mut mesh = Mesh::default();
+        ground(&mut mesh, 40.0, 0.0);
+        cuboid(
+            &mut mesh,
+            Vec3::new(-5.0, 0.0, -0.1),
+            Vec3::new(5.0, height, 0.1),
+            SOLID,
+        );
+        let scene = Scene::from_mesh(mesh, materials()).unwrap();
+        let observer = Vec3::new(0.0, 1.7, -12.0);
+        let agent = Vec3::new(0.0, 0.0, 3.0);
+        for engine in engines() {
+            let answer = &find_cover(
+                &engine,
+                &scene,
+                &[query(agent, &[observer], Mask::FIRE)],
+                &SensorGridParams::darken2005(),
+            )
+            .unwrap()[0];
+            for s in &answer.sensors {
+                let p = s.position;
+                // Well inside the wall's shadow: behind it, within the shadow's narrowing sides.
+                let inside =
+                    p.z > 0.5 && p.z < 4.0 && p.x.abs() < 5.0 * (12.0 / (12.0 + p.z)) - 1.0;
+                let outside = p.z < -0.5 || p.x.abs() > 5.0 * (12.0 + p.z) / 12.0 + 1.0;
+                if inside {
+                    assert_eq!(s.hidden, hidden, "wall {height} m: sensor at {p}");
+                }
+                if outside {
+                    assert_eq!(s.hidden, [false; 3], "wall {height} m: sensor at {p}");
+                }
+            }
+            let choice = answer.choice.as_ref().unwrap();
+            let expected = if height > 2.0 {
+                Posture::Standing
+            } else {
+                Posture::Prone
+            };
+            assert_eq!(choice.posture, expected);
+            assert_eq!(
+                choice.sensor, 0,
+                "the agent is already in cover at its own spot"
+            );
+        }
+    }
+}
+
+#[test]
+fn steep_slopes_deep_drops_and_small_drops() {
+    // A plateau at y = h for x < 0, ground at y = 0 for x > 0; a 60-degree ramp elsewhere.
+    for (h, deep) in [(3.0, true), (0.5, false)] {
+        let mut mesh = Mesh::default();
+        mesh.push_quad(
+            Vec3::new(-30.0, h, -30.0),
+            Vec3::new(-30.0, h, 30.0),
+            Vec3::new(0.0, h, 30.0),
+            Vec3::new(0.0, h, -30.0),
+            GROUND,
+        );
+        mesh.push_quad(
+            Vec3::new(0.0, 0.0, -30.0),
+            Vec3::new(0.0, 0.0, 30.0),
+            Vec3::new(30.0, 0.0, 30.0),
+            Vec3::new(30.0, 0.0, -30.0),
+            GROUND,
+        );
+        mesh.push_quad(
+            Vec3::new(0.0, 0.0, -30.0),
+            Vec3::new(0.0, h, -30.0),
+            Vec3::new(0.0, h, 30.0),
+            Vec3::new(0.0, 0.0, 30.0),
+            SOLID,
+        );
+        let scene = Scene::from_mesh(mesh, materials()).unwrap();
+        let agent = Vec3::new(-1.0, h, 0.0);
+        let answer = &find_cover(
+            &Engine::cpu(),
+            &scene,
+            &[query(agent, &[], Mask::FIRE)],
+            &SensorGridParams::darken2005(),
+        )
+        .unwrap()[0];
+        for s in &answer.sensors {
+            let d = (s.position - agent).with_y(0.0).length();
+            if s.position.x > 0.2 && d < h {
+                let fate_is_no_ground = s.fate == SensorFate::NoGround;
+                assert_eq!(
+                    fate_is_no_ground, deep,
+                    "drop {h} m, sensor at {} (d = {d})",
+                    s.position
+                );
+                if !deep {
+                    assert!(
+                        s.position.y.abs() < 1e-3,
+                        "a small drop finds the lower ground"
+                    );
+                }
+            }
+        }
+    }
+    // A 60-degree slope down from a plateau at y = 10 is not standable.
+    let mut mesh = Mesh::default();
+    let run = 10.0 / 60f32.to_radians().tan();
+    mesh.push_quad(
+        Vec3::new(-30.0, 10.0, -30.0),
+        Vec3::new(-30.0, 10.0, 30.0),
+        Vec3::new(0.0, 10.0, 30.0),
+        Vec3::new(0.0, 10.0, -30.0),
+        GROUND,
+    );
+    mesh.push_quad(
+        Vec3::new(0.0, 10.0, -30.0),
+        Vec3::new(0.0, 10.0, 30.0),
+        Vec3::new(run, 0.0, 30.0),
+        Vec3::new(run, 0.0, -30.0),
+        GROUND,
+    );
+    mesh.push_quad(
+        Vec3::new(run, 0.0, -30.0),
+        Vec3::new(run, 0.0, 30.0),
+        Vec3::new(30.0, 0.0, 30.0),
+        Vec3::new(30.0, 0.0, -30.0),
+        GROUND,
+    );
+    let scene = Scene::from_mesh(mesh, materials()).unwrap();
+    let agent = Vec3::new(-1.0, 10.0, 0.0);
+    let answer = &find_cover(
+        &Engine::cpu(),
+        &scene,
+        &[query(agent, &[], Mask::FIRE)],
+        &SensorGridParams::darken2005(),
+    )
+    .unwrap()[0];
+    let on_slope: Vec<_> = answer
+        .sensors
+        .iter()
+        .filter(|s| {
+            s.fate != SensorFate::NoGround && s.position.x > 0.2 && s.position.x < run - 0.2
+        })
+        .collect();
+    assert!(!on_slope.is_empty());
+    assert!(
+        on_slope.iter().all(|s| s.fate == SensorFate::NotStandable),
+        "{on_slope:?}"
+    );
+}
+
+#[test]
+fn a_sensor_inside_a_solid_box_is_never_chosen() {
+    let mut mesh = Mesh::default();
+    ground(&mut mesh, 40.0, 0.0);
+    // The box swallows the sensors 3.4 m east of the agent and blocks the observer's view of them.
+    cuboid(
+        &mut mesh,
+        Vec3::new(2.0, 0.0, -2.0),
+        Vec3::new(5.0, 2.5, 2.0),
+        SOLID,
+    );
+    let scene = Scene::from_mesh(mesh, materials()).unwrap();
+    let observer = Vec3::new(20.0, 1.7, 0.0);
+    for engine in engines() {
+        let answer = &find_cover(
+            &engine,
+            &scene,
+            &[query(Vec3::ZERO, &[observer], Mask::FIRE)],
+            &SensorGridParams::darken2005(),
+        )
+        .unwrap()[0];
+        let inside = |p: Vec3| p.x > 2.0 && p.x < 5.0 && p.z.abs() < 2.0;
+        assert!(answer
+            .sensors
+            .iter()
+            .any(|s| inside(s.position.with_y(1.0))));
+        for s in answer
+            .sensors
+            .iter()
+            .filter(|s| inside(s.position.with_y(1.0)))
+        {
+            assert!(
+                !matches!(s.fate, SensorFate::Hidden(_)),
+                "sensor inside the box at {} kept as {:?}",
+                s.position,
+                s.fate
+            );
+        }
+        let choice = answer.choice.as_ref().unwrap();
+        assert!(!inside(choice.position.with_y(1.0)));
+    }
+}
+
+#[test]
+fn under_a_vehicle_prone_is_seen_and_crouching_is_hidden() {
+    let mut mesh = Mesh::default();
+    ground(&mut mesh, 40.0, 0.0);
+    cuboid(
+        &mut mesh,
+        Vec3::new(-1.0, 0.7, -2.5),
+        Vec3::new(1.0, 1.5, 2.5),
+        SOLID,
+    ); // body, 0.7 m clearance
+    for (x, z) in [(-0.9, -2.3), (0.7, -2.3), (-0.9, 2.1), (0.7, 2.1)] {
+        cuboid(
+            &mut mesh,
+            Vec3::new(x, 0.0, z),
+            Vec3::new(x + 0.2, 0.7, z + 0.2),
+            SOLID,
+        ); // wheels
+    }
+    let scene = Scene::from_mesh(mesh, materials()).unwrap();
+    let observer = Vec3::new(-20.0, 1.0, 0.0);
+    for engine in engines() {
+        let answer = &find_cover(
+            &engine,
+            &scene,
+            &[query(Vec3::new(2.0, 0.0, 0.0), &[observer], Mask::FIRE)],
+            &SensorGridParams::darken2005(),
+        )
+        .unwrap()[0];
+        let own = &answer.sensors[0];
+        assert_eq!(own.hidden, [false, true, false], "{:?}", engine.backend());
+        assert_eq!(own.fate, SensorFate::Hidden(Posture::Crouching));
+    }
+}
+
+#[test]
+fn foliage_conceals_but_does_not_cover_and_glass_covers_but_does_not_conceal() {
+    for (material, concealed, covered) in [(FOLIAGE, true, false), (GLASS, false, true)] {
+        let mut mesh = Mesh::default();
+        ground(&mut mesh, 40.0, 0.0);
+        cuboid(
+            &mut mesh,
+            Vec3::new(-5.0, 0.0, -0.1),
+            Vec3::new(5.0, 2.5, 0.1),
+            material,
+        );
+        let scene = Scene::from_mesh(mesh, materials()).unwrap();
+        let (observer, agent) = (Vec3::new(0.0, 1.7, -12.0), Vec3::new(0.0, 0.0, 1.0));
+        for engine in engines() {
+            for (mask, expected) in [(Mask::SIGHT, concealed), (Mask::FIRE, covered)] {
+                let answer = &find_cover(
+                    &engine,
+                    &scene,
+                    &[query(agent, &[observer], mask)],
+                    &SensorGridParams::darken2005(),
+                )
+                .unwrap()[0];
+                assert_eq!(
+                    answer.sensors[0].hidden == [true; 3],
+                    expected,
+                    "material {material} mask {mask:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn incremental_processing_stops_at_the_first_ring_with_cover() {
+    let scene = procedural::rock(1, 1);
+    let observer = Vec3::new(25.0, 1.7, 0.0);
+    let q = query(Vec3::new(-4.0, 0.0, 3.0), &[observer], Mask::SIGHT);
+    let full = &find_cover(
+        &Engine::cpu(),
+        &scene,
+        std::slice::from_ref(&q),
+        &SensorGridParams::darken2005(),
+    )
+    .unwrap()[0];
+    let params = SensorGridParams {
+        incremental: true,
+        ..SensorGridParams::darken2005()
+    };
+    let inc = &find_cover(&Engine::cpu(), &scene, &[q], &params).unwrap()[0];
+    let choice = inc.choice.as_ref().expect("incremental finds cover too");
+    assert!(
+        inc.rays < full.rays,
+        "incremental traced {} rays, full {}",
+        inc.rays,
+        full.rays
+    );
+    assert!(inc.sensors.iter().any(|s| s.fate == SensorFate::Skipped));
+    let ring = inc.sensors[choice.sensor].ring;
+    assert!(inc
+        .sensors
+        .iter()
+        .filter(|s| s.ring < ring)
+        .all(|s| !(matches!(s.fate, SensorFate::Hidden(_))
+            && s.path.as_ref().is_some_and(|p| p.len() <= 2))));
+}
+
+#[test]
+fn representative_viewpoints_are_the_edges_and_the_middle() {
+    let group: Vec<Vec3> = (0..9).map(|i| Vec3::new(i as f32, 1.7, 0.0)).collect();
+    let reps = representative_viewpoints(&group);
+    assert_eq!(reps.len(), 3);
+    assert!(
+        reps.contains(&group[0]) && reps.contains(&group[8]) && reps.contains(&group[4]),
+        "{reps:?}"
+    );
+}
+
+#[test]
+fn gpu_and_cpu_agree_on_10000_random_queries() {
+    let Some(gpu) = gpu::gpu_engine() else { return };
+    let mut rng = SplitMix64(99);
+    let village = procedural::village(1, 1);
+    let (dungeon, _) = sightline::scene::load_obj(
+        std::path::Path::new(
+            &std::env::var("SIGHTLINE_DATA")
+                .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data").into()),
+        )
+        .join("dungeon.obj"),
+        &Default::default(),
+    )
+    .unwrap();
+    for (scene, n) in [(&village, 6000), (&dungeon, 4000)] {
+        let (lo, hi) = scene.bounds().unwrap();
+        let queries: Vec<CoverQuery> = (0..n)
+            .map(|_| {
+                let agent = rng.in_box(lo, hi);
+                let observers = (0..4).map(|_| rng.in_box(lo, hi)).collect::<Vec<_>>();
+                query(agent, &observers, Mask::SIGHT)
+            })
+            .collect();
+        let params = SensorGridParams::darken2005();
+        let a = find_cover(&Engine::cpu(), scene, &queries, &params).unwrap();
+        let b = find_cover(&gpu, scene, &queries, &params).unwrap();
+        let differ = a.iter().zip(&b).filter(|(x, y)| x != y).count();
+        // Rays grazing an edge may round differently on the GPU; allow a handful of queries.
+        assert!(differ <= n / 500, "{differ} of {n} queries differ");
+        eprintln!(
+            "{n} queries: {differ} differ, {} chose cover",
+            a.iter().filter(|x| x.choice.is_some()).count()
+        );
+    }
+}
+
+#[test]
+fn bad_queries_are_errors() {
+    let scene = procedural::rock(1, 1);
+    let mut q = query(Vec3::new(f32::NAN, 0.0, 0.0), &[Vec3::ONE], Mask::SIGHT);
+    assert!(find_cover(
+        &Engine::cpu(),
+        &scene,
+        std::slice::from_ref(&q),
+        &SensorGridParams::darken2005()
+    )
+    .is_err());
+    q.agent.position = Vec3::ZERO;
+    q.observers.push(Vec3::splat(f32::INFINITY));
+    assert!(find_cover(
+        &Engine::cpu(),
+        &scene,
+        &[q],
+        &SensorGridParams::darken2005()
+    )
+    .is_err());
+    let empty = Scene::default();
+    let answer = &find_cover(
+        &Engine::cpu(),
+        &empty,
+        &[query(Vec3::ZERO, &[Vec3::ONE], Mask::SIGHT)],
+        &SensorGridParams::darken2005(),
+    )
+    .unwrap()[0];
+    assert!(
+        answer.choice.is_none()
+            && answer
+                .sensors
+                .iter()
+                .all(|s| s.fate == SensorFate::NoGround)
+    );
+}
+
+#[test]
+fn moving_a_vehicle_changes_the_answer() {
+    let mut scene = procedural::rock(1, 1);
+    let mut truck = Mesh::default();
+    cuboid(
+        &mut truck,
+        Vec3::new(-1.0, 0.0, -3.0),
+        Vec3::new(1.0, 2.5, 3.0),
+        SOLID,
+    );
+    let id = scene
+        .add_object(
+            truck,
+            Affine3A::from_translation(Vec3::new(-8.0, 0.0, 30.0)),
+            Mobility::Movable,
+        )
+        .unwrap();
+    let observer = Vec3::new(-20.0, 1.7, 0.0);
+    let q = query(Vec3::new(0.0, 0.0, -10.0), &[observer], Mask::FIRE);
+    let before = find_cover(
+        &Engine::cpu(),
+        &scene,
+        std::slice::from_ref(&q),
+        &SensorGridParams::darken2005(),
+    )
+    .unwrap();
+    scene
+        .set_transform(id, Affine3A::from_translation(Vec3::new(-2.0, 0.0, -10.0)))
+        .unwrap();
+    let after = find_cover(
+        &Engine::cpu(),
+        &scene,
+        &[q],
+        &SensorGridParams::darken2005(),
+    )
+    .unwrap();
+    assert_ne!(
+        before[0].sensors[0].hidden, after[0].sensors[0].hidden,
+        "the truck now stands between the observer and the agent"
+    );
+    assert_eq!(after[0].choice.as_ref().unwrap().sensor, 0);
+}
+
+/// The thesis's known failure (seed 001, chapter VII): an agent in a room that an observer at the
+/// window sees entirely, whose only cover is outside. Sensors alone cannot thread the doorway;
+/// with the level's waypoints the agent leaves through it.
+#[test]
+fn the_doorway_failure_reproduced_and_fixed_with_waypoints() {
+    use sightline::scene::procedural::{village_layout, village_waypoints};
+    let scene = procedural::village(1, 1);
+    let layout = village_layout();
+    let agent = Vec3::new(-19.0, layout.floor_y, 12.0);
+    let observer = Vec3::new(-20.6, 1.5, 11.5); // just inside the west window
+    let (bmin, bmax) = (layout.building_min, layout.building_max);
+    let in_building = |p: Vec3| p.x > bmin.x && p.x < bmax.x && p.z > bmin.z && p.z < bmax.z;
+    let in_main_room =
+        |p: Vec3| p.x > bmin.x + 0.3 && p.x < -13.15 && p.z > bmin.z + 0.3 && p.z < bmax.z - 0.3;
+    for engine in engines() {
+        let mut q = query(agent, &[observer], Mask::SIGHT);
+        let without = &find_cover(
+            &engine,
+            &scene,
+            std::slice::from_ref(&q),
+            &SensorGridParams::darken2005(),
+        )
+        .unwrap()[0];
+        let room: Vec<_> = without
+            .sensors
+            .iter()
+            .filter(|s| in_main_room(s.position))
+            .collect();
+        assert!(
+            room.len() > 5 && room.iter().all(|s| s.fate == SensorFate::Visible),
+            "the observer sees the whole room"
+        );
+        assert!(
+            without.choice.is_none(),
+            "{:?}: sensors alone found {:?}",
+            engine.backend(),
+            without.choice
+        );
+        q.waypoints = village_waypoints();
+        let with = &find_cover(&engine, &scene, &[q], &SensorGridParams::darken2005()).unwrap()[0];
+        let choice = with
+            .choice
+            .as_ref()
+            .expect("waypoints lead out of the room");
+        assert!(
+            !in_building(choice.position),
+            "{:?}: chose {} inside",
+            engine.backend(),
+            choice.position
+        );
+        let through_door = choice.path.iter().any(|p| {
+            layout
+                .doorways
+                .iter()
+                .filter(|d| d.exterior)
+                .any(|d| p.with_y(0.0).distance(d.center.with_y(0.0)) < 1.5)
+        }) || choice.path.windows(2).any(|w| {
+            layout
+                .doorways
+                .iter()
+                .any(|d| d.exterior && segment_passes_near(w[0], w[1], d.center, 0.6))
+        });
+        assert!(
+            through_door,
+            "path {:?} does not pass a doorway",
+            choice.path
+        );
+    }
+}
+
+fn segment_passes_near(a: Vec3, b: Vec3, p: Vec3, r: f32) -> bool {
+    let (a, b, p) = (a.with_y(0.0), b.with_y(0.0), p.with_y(0.0));
+    let t = ((p - a).dot(b - a) / (b - a).length_squared().max(1e-9)).clamp(0.0, 1.0);
+    (a + (b - a) * t).distance(p) < r
+}
