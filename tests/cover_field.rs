@@ -108,12 +108,17 @@ fn check_gpu_against_ray_cast(name: &str, scene: &Scene, center: Vec3, observers
     .unwrap();
     let (agree, compared) = agreement(&field, &reference);
     let share = agree as f64 / compared.max(1) as f64;
+    let everywhere = (field.cells.iter())
+        .zip(&reference.cells)
+        .filter(|(a, b)| a == b)
+        .count();
     println!(
         "{name}: {} observers, GPU agrees with ray casting on {agree}/{compared} cells away from \
-         shadow edges ({:.3}%); GPU {:.0} ms ({:.0} cells/s), CPU ray cast {:.0} ms ({:.0} cells/s)\n  \
+         shadow edges ({:.3}%), {everywhere}/{} of all cells; GPU {:.0} ms ({:.0} cells/s), CPU ray cast {:.0} ms ({:.0} cells/s)\n  \
          ray cast: {}\n  GPU:      {}",
         observers.len(),
         100.0 * share,
+        field.cells.len(),
         field.elapsed.as_secs_f64() * 1e3,
         field.cells_per_second(),
         reference.elapsed.as_secs_f64() * 1e3,
