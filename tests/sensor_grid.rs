@@ -649,22 +649,47 @@ fn segment_passes_near(a: Vec3, b: Vec3, p: Vec3, r: f32) -> bool {
 fn firing_positions_rise_or_step_back_toward_the_observer() {
     use sightline::cover::sensor_grid::firing_positions;
     let params = SensorGridParams::darken2005();
-    for (height, posture, stepped) in [(1.0, Posture::Crouching, false), (2.5, Posture::Standing, true)] {
+    for (height, posture, stepped) in [
+        (1.0, Posture::Crouching, false),
+        (2.5, Posture::Standing, true),
+    ] {
         let mut mesh = Mesh::default();
         ground(&mut mesh, 40.0, 0.0);
-        cuboid(&mut mesh, Vec3::new(-5.0, 0.0, -0.1), Vec3::new(5.0, height, 0.1), SOLID);
+        cuboid(
+            &mut mesh,
+            Vec3::new(-5.0, 0.0, -0.1),
+            Vec3::new(5.0, height, 0.1),
+            SOLID,
+        );
         let scene = Scene::from_mesh(mesh, materials()).unwrap();
         // Observer off to the side: stepping back toward it clears the wall's end.
-        let q = query(Vec3::new(3.5, 0.0, 1.0), &[Vec3::new(12.0, 1.7, -12.0)], Mask::FIRE);
+        let q = query(
+            Vec3::new(3.5, 0.0, 1.0),
+            &[Vec3::new(12.0, 1.7, -12.0)],
+            Mask::FIRE,
+        );
         for engine in engines() {
             let answers = find_cover(&engine, &scene, std::slice::from_ref(&q), &params).unwrap();
-            let f = firing_positions(&engine, &scene, std::slice::from_ref(&q), &answers, &params).unwrap()[0].clone().expect("a firing position");
+            let f = firing_positions(&engine, &scene, std::slice::from_ref(&q), &answers, &params)
+                .unwrap()[0]
+                .clone()
+                .expect("a firing position");
             assert_eq!(f.step_back > 0.0, stepped, "{height} m wall: {f:?}");
             if !stepped {
                 assert_eq!(f.posture, posture, "{height} m wall: rising is enough");
             }
             let head = f.position + Vec3::Y * Agent::soldier(f.position).head_height(f.posture);
-            assert!(!engine.occluded(&scene, &[sightline::Segment::new(q.observers[0], head)], Mask::FIRE).unwrap().get(0), "the observer is visible from {f:?}");
+            assert!(
+                !engine
+                    .occluded(
+                        &scene,
+                        &[sightline::Segment::new(q.observers[0], head)],
+                        Mask::FIRE
+                    )
+                    .unwrap()
+                    .get(0),
+                "the observer is visible from {f:?}"
+            );
         }
     }
 }

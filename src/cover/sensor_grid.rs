@@ -672,44 +672,83 @@ pub fn firing_positions(
         let Some(c) = &a.choice else { continue };
         let hidden = a.sensors[c.sensor].hidden;
         if let Some(p) = (c.posture as usize + 1..3).find(|&p| !hidden[p]) {
-            out[qi] = Some(FiringPosition { position: c.position, posture: Posture::ALL[p], observer: 0, step_back: 0.0 });
+            out[qi] = Some(FiringPosition {
+                position: c.position,
+                posture: Posture::ALL[p],
+                observer: 0,
+                step_back: 0.0,
+            });
             continue;
         }
-        let Some((oi, &o)) = q.observers.iter().enumerate().min_by(|x, y| x.1.distance(c.position).total_cmp(&y.1.distance(c.position))) else {
+        let Some((oi, &o)) = q.observers.iter().enumerate().min_by(|x, y| {
+            x.1.distance(c.position)
+                .total_cmp(&y.1.distance(c.position))
+        }) else {
             continue;
         };
         // Toward the observer, sideways around what hides the spot, and back along the path.
         let toward = Vec3::new(o.x - c.position.x, 0.0, o.z - c.position.z).normalize_or_zero();
-        let back = c.path.first().map_or(Vec3::ZERO, |&a| (a - c.position).with_y(0.0).normalize_or_zero());
-        for dir in [toward, Vec3::new(-toward.z, 0.0, toward.x), Vec3::new(toward.z, 0.0, -toward.x), back] {
+        let back = c.path.first().map_or(Vec3::ZERO, |&a| {
+            (a - c.position).with_y(0.0).normalize_or_zero()
+        });
+        for dir in [
+            toward,
+            Vec3::new(-toward.z, 0.0, toward.x),
+            Vec3::new(toward.z, 0.0, -toward.x),
+            back,
+        ] {
             if dir == Vec3::ZERO {
                 continue;
             }
             let mut d = STEP;
             while d <= MAX_STEP_BACK {
                 let top = c.position + dir * d + Vec3::Y * (params.step_height + d);
-                candidates.push((qi, oi, d, Ray::new(top, Vec3::NEG_Y, 2.0 * d + q.agent.height() + params.step_height)));
+                candidates.push((
+                    qi,
+                    oi,
+                    d,
+                    Ray::new(
+                        top,
+                        Vec3::NEG_Y,
+                        2.0 * d + q.agent.height() + params.step_height,
+                    ),
+                ));
                 d += STEP;
             }
         }
     }
     let down: Vec<Ray> = candidates.iter().map(|c| c.3).collect();
-    let hits = engine.closest_hit(scene, &down, Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE))?;
+    let hits = engine.closest_hit(
+        scene,
+        &down,
+        Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE),
+    )?;
     let min_normal_y = params.max_slope.cos();
     let mut segs = Vec::new();
     let mut owner = Vec::new();
     for (k, (&(qi, oi, d, ray), hit)) in candidates.iter().zip(&hits).enumerate() {
         let Some(h) = hit else { continue };
-        if h.normal.y < min_normal_y || !scene.materials()[h.material as usize].flags.contains(MaterialFlags::WALKABLE) {
+        if h.normal.y < min_normal_y
+            || !scene.materials()[h.material as usize]
+                .flags
+                .contains(MaterialFlags::WALKABLE)
+        {
             continue;
         }
         let g = ray.origin() + ray.dir() * h.t;
         for p in Posture::ALL {
-            segs.push(Segment::new(queries[qi].observers[oi], g + Vec3::Y * queries[qi].agent.head_height(p)));
+            segs.push(Segment::new(
+                queries[qi].observers[oi],
+                g + Vec3::Y * queries[qi].agent.head_height(p),
+            ));
             owner.push((k, p, g, qi, oi, d));
         }
     }
-    let blocked = engine.occluded(scene, &segs, queries.first().map_or(Mask::SIGHT, |q| q.mask))?;
+    let blocked = engine.occluded(
+        scene,
+        &segs,
+        queries.first().map_or(Mask::SIGHT, |q| q.mask),
+    )?;
     // The step back must be walkable: the swept cylinder from the spot to the new point.
     let mut sweeps = Vec::new();
     let mut sweep_owner = Vec::new();
@@ -726,9 +765,16 @@ pub fn firing_positions(
         walkable[k] &= !walls.get(i);
     }
     for (i, &(k, p, g, qi, oi, d)) in owner.iter().enumerate() {
-        let better = out[qi].as_ref().is_none_or(|f| d < f.step_back || (d == f.step_back && p < f.posture));
+        let better = out[qi]
+            .as_ref()
+            .is_none_or(|f| d < f.step_back || (d == f.step_back && p < f.posture));
         if !blocked.get(i) && walkable[k] && better {
-            out[qi] = Some(FiringPosition { position: g, posture: p, observer: oi, step_back: d });
+            out[qi] = Some(FiringPosition {
+                position: g,
+                posture: p,
+                observer: oi,
+                step_back: d,
+            });
         }
     }
     Ok(out)

@@ -56,6 +56,23 @@ struct SceneArgs {
     backend: BackendArg,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+enum CoverMaskArg {
+    /// Protection from fire: fire-blocking triangles (glass counts, foliage does not).
+    Cover,
+    /// Hidden from sight: sight-blocking triangles (foliage counts, glass does not).
+    Concealment,
+}
+
+impl CoverMaskArg {
+    fn mask(self) -> Mask {
+        match self {
+            CoverMaskArg::Cover => Mask::FIRE,
+            CoverMaskArg::Concealment => Mask::SIGHT,
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Trace segments from a CSV file (x0,y0,z0,x1,y1,z1 per line); write hit,distance,triangle.
@@ -81,6 +98,48 @@ enum Command {
         cell: f32,
         #[arg(long)]
         png: Option<PathBuf>,
+    },
+    /// Where an agent hides from observers (seed 000's sensor grid), over the cover field.
+    Cover {
+        #[command(flatten)]
+        scene: SceneArgs,
+        /// The agent's feet X,Y,Z in metres.
+        #[arg(long, value_parser = parse_vec3, allow_hyphen_values = true)]
+        agent: Vec3,
+        /// An observer's eye X,Y,Z (repeat for several).
+        #[arg(long = "observer", value_parser = parse_vec3, allow_hyphen_values = true, required = true)]
+        observers: Vec<Vec3>,
+        #[arg(long, value_enum, default_value_t = CoverMaskArg::Cover)]
+        mask: CoverMaskArg,
+        /// Use the built-in village's waypoints as extra path points (village only).
+        #[arg(long)]
+        waypoints: bool,
+        #[arg(long)]
+        png: Option<PathBuf>,
+        /// Print the answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The highest posture hidden from every observer, per 0.25 m cell around a point.
+    CoverField {
+        #[command(flatten)]
+        scene: SceneArgs,
+        /// Centre of the square, X,Y,Z in metres.
+        #[arg(long, value_parser = parse_vec3, allow_hyphen_values = true)]
+        center: Vec3,
+        #[arg(long = "observer", value_parser = parse_vec3, allow_hyphen_values = true, required = true)]
+        observers: Vec<Vec3>,
+        #[arg(long, value_enum, default_value_t = CoverMaskArg::Cover)]
+        mask: CoverMaskArg,
+        /// Side of the square in metres.
+        #[arg(long, default_value_t = 40.0)]
+        size: f32,
+        #[arg(long, default_value_t = 0.25)]
+        cell: f32,
+        #[arg(long)]
+        png: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -108,7 +167,7 @@ fn main() -> ExitCode {
 
 const BATCH: usize = 1 << 20;
 
-type AnyResult<T> = Result<T, Box<dyn std::error::Error>>;
+pub type AnyResult<T> = Result<T, Box<dyn std::error::Error>>;
 
 /// Loads or generates the scene and builds its BVH (timed, so query timings exclude it).
 fn load_scene(a: &SceneArgs) -> AnyResult<Scene> {
@@ -215,6 +274,57 @@ fn run(cli: Cli) -> AnyResult<()> {
             );
             Ok(())
         }
+        Command::Cover {
+            scene,
+            agent,
+            observers,
+            mask,
+            waypoints,
+            png,
+            json,
+        } => {
+            let s = load_scene(&scene)?;
+            let e = engine(scene.backend)?;
+            let waypoints = if waypoints {
+                procedural::village_waypoints()
+            } else {
+                Vec::new()
+            };
+            cover_cmd::cover(
+                &e,
+                &s,
+                agent,
+                observers,
+                mask.mask(),
+                waypoints,
+                png.as_deref(),
+                json,
+            )
+        }
+        Command::CoverField {
+            scene,
+            center,
+            observers,
+            mask,
+            size,
+            cell,
+            png,
+            json,
+        } => {
+            let s = load_scene(&scene)?;
+            let e = engine(scene.backend)?;
+            cover_cmd::cover_field(
+                &e,
+                &s,
+                center,
+                &observers,
+                mask.mask(),
+                size,
+                cell,
+                png.as_deref(),
+                json,
+            )
+        }
         Command::Viewshed {
             scene,
             observer,
@@ -254,6 +364,8 @@ fn run(cli: Cli) -> AnyResult<()> {
         }
     }
 }
+
+mod cover_cmd;
 
 fn read_segments(path: &Path) -> AnyResult<Vec<Segment>> {
     let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;

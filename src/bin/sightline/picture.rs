@@ -72,3 +72,100 @@ fn ring(img: &mut RgbImage, (cx, cy): (f32, f32), radius: f32, colour: Rgb<u8>) 
         }
     }
 }
+
+/// A top-down canvas over a square of the world, `px` pixels per metre.
+pub struct Canvas {
+    pub img: RgbImage,
+    origin: (f32, f32),
+    px: f32,
+}
+
+impl Canvas {
+    pub fn new(center: glam::Vec3, size: f32, px: f32) -> Canvas {
+        let n = (size * px).ceil() as u32;
+        Canvas {
+            img: RgbImage::from_pixel(n, n, Rgb([25, 25, 25])),
+            origin: (center.x - size / 2.0, center.z - size / 2.0),
+            px,
+        }
+    }
+    fn to_px(&self, p: glam::Vec3) -> (f32, f32) {
+        (
+            (p.x - self.origin.0) * self.px,
+            (p.z - self.origin.1) * self.px,
+        )
+    }
+    /// Fills the world-space square cell with corner `(x, z)` and side `cell`.
+    pub fn cell(&mut self, x: f32, z: f32, cell: f32, colour: Rgb<u8>) {
+        let (x0, y0) = self.to_px(glam::Vec3::new(x, 0.0, z));
+        let s = cell * self.px;
+        let (w, h) = self.img.dimensions();
+        for y in (y0.max(0.0) as u32)..((y0 + s).ceil().max(0.0) as u32).min(h) {
+            for x in (x0.max(0.0) as u32)..((x0 + s).ceil().max(0.0) as u32).min(w) {
+                self.img.put_pixel(x, y, colour);
+            }
+        }
+    }
+    pub fn disc(&mut self, p: glam::Vec3, radius: f32, colour: Rgb<u8>) {
+        let (cx, cy) = self.to_px(p);
+        let (w, h) = self.img.dimensions();
+        let r = radius.ceil() as i64;
+        for y in (cy as i64 - r)..=(cy as i64 + r) {
+            for x in (cx as i64 - r)..=(cx as i64 + r) {
+                let d2 = (x as f32 - cx).powi(2) + (y as f32 - cy).powi(2);
+                if d2 <= radius * radius && (0..w as i64).contains(&x) && (0..h as i64).contains(&y)
+                {
+                    self.img.put_pixel(x as u32, y as u32, colour);
+                }
+            }
+        }
+    }
+    pub fn ring(&mut self, p: glam::Vec3, radius: f32, colour: Rgb<u8>) {
+        let c = self.to_px(p);
+        ring(&mut self.img, c, radius, colour);
+    }
+    pub fn line(&mut self, a: glam::Vec3, b: glam::Vec3, colour: Rgb<u8>) {
+        let (pa, pb) = (self.to_px(a), self.to_px(b));
+        let steps = ((pb.0 - pa.0).abs().max((pb.1 - pa.1).abs()).ceil() as usize).max(1);
+        let (w, h) = self.img.dimensions();
+        for i in 0..=steps {
+            let t = i as f32 / steps as f32;
+            let (x, y) = (pa.0 + (pb.0 - pa.0) * t, pa.1 + (pb.1 - pa.1) * t);
+            for (dx, dy) in [(0, 0), (1, 0), (0, 1)] {
+                let (x, y) = (x as i64 + dx, y as i64 + dy);
+                if (0..w as i64).contains(&x) && (0..h as i64).contains(&y) {
+                    self.img.put_pixel(x as u32, y as u32, colour);
+                }
+            }
+        }
+    }
+}
+
+/// Underlay colour of a cover-field cell: tan where exposed, greens by the highest hidden
+/// posture (darker = hidden standing), near-black where there is no ground.
+pub fn cover_colour(c: sightline::cover::field::CellCover) -> Rgb<u8> {
+    use sightline::cover::{field::CellCover, Posture};
+    match c {
+        CellCover::NotGround => Rgb([30, 30, 30]),
+        CellCover::Exposed => Rgb([205, 185, 145]),
+        CellCover::Hidden(Posture::Prone) => Rgb([160, 210, 150]),
+        CellCover::Hidden(Posture::Crouching) => Rgb([90, 170, 90]),
+        CellCover::Hidden(Posture::Standing) => Rgb([30, 115, 50]),
+    }
+}
+
+/// Sensor colour by fate: red seen, blues hidden (darker = higher posture), orange unreachable,
+/// grey not standable, black no ground, white skipped.
+pub fn fate_colour(f: sightline::cover::sensor_grid::SensorFate) -> Rgb<u8> {
+    use sightline::cover::{sensor_grid::SensorFate, Posture};
+    match f {
+        SensorFate::NoGround => Rgb([0, 0, 0]),
+        SensorFate::NotStandable => Rgb([128, 128, 128]),
+        SensorFate::Visible => Rgb([230, 40, 40]),
+        SensorFate::Unreachable => Rgb([255, 150, 0]),
+        SensorFate::Hidden(Posture::Prone) => Rgb([130, 200, 255]),
+        SensorFate::Hidden(Posture::Crouching) => Rgb([40, 130, 255]),
+        SensorFate::Hidden(Posture::Standing) => Rgb([0, 40, 200]),
+        SensorFate::Skipped => Rgb([255, 255, 255]),
+    }
+}

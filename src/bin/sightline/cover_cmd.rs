@@ -1,0 +1,205 @@
+//! `sightline cover` and `sightline cover-field`.
+
+use crate::picture::{cover_colour, fate_colour, Canvas};
+use crate::AnyResult;
+use glam::Vec3;
+use image::Rgb;
+use serde_json::json;
+use sightline::cover::field::{cover_field as field, CellCover, CoverFieldParams};
+use sightline::cover::sensor_grid::{find_cover, firing_positions, CoverQuery, SensorGridParams};
+use sightline::cover::Agent;
+use sightline::{Engine, Mask, Scene};
+use std::path::Path;
+
+fn v(p: Vec3) -> serde_json::Value {
+    json!([p.x, p.y, p.z])
+}
+
+fn underlay(canvas: &mut Canvas, f: &sightline::cover::field::CoverField) {
+    for (i, &c) in f.cells.iter().enumerate() {
+        let (col, row) = ((i % f.width) as f32, (i / f.width) as f32);
+        canvas.cell(
+            f.origin.x + col * f.cell,
+            f.origin.y + row * f.cell,
+            f.cell,
+            cover_colour(c),
+        );
+    }
+}
+
+fn mark_observers(canvas: &mut Canvas, observers: &[Vec3]) {
+    for &o in observers {
+        canvas.disc(o, 7.0, Rgb([0, 0, 0]));
+        canvas.disc(o, 5.0, Rgb([230, 30, 30]));
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn cover(
+    engine: &Engine,
+    scene: &Scene,
+    agent: Vec3,
+    observers: Vec<Vec3>,
+    mask: Mask,
+    waypoints: Vec<Vec3>,
+    png: Option<&Path>,
+    as_json: bool,
+) -> AnyResult<()> {
+    let params = SensorGridParams::darken2005();
+    let query = CoverQuery {
+        agent: Agent::soldier(agent),
+        observers,
+        mask,
+        waypoints,
+    };
+    let t = std::time::Instant::now();
+    let answers = find_cover(engine, scene, std::slice::from_ref(&query), &params)?;
+    let firing = firing_positions(
+        engine,
+        scene,
+        std::slice::from_ref(&query),
+        &answers,
+        &params,
+    )?;
+    let secs = t.elapsed().as_secs_f64();
+    let a = &answers[0];
+    if as_json {
+        let sensors: Vec<_> = a
+            .sensors
+            .iter()
+            .map(|s| json!({"ring": s.ring, "position": v(s.position), "fate": format!("{:?}", s.fate), "hidden": s.hidden, "path": s.path.as_ref().map(|p| p.iter().map(|&q| v(q)).collect::<Vec<_>>())}))
+            .collect();
+        let choice = a.choice.as_ref().map(|c| json!({"sensor": c.sensor, "position": v(c.position), "posture": c.posture.name(), "path": c.path.iter().map(|&q| v(q)).collect::<Vec<_>>(), "path_length": c.path_length}));
+        let fire = firing[0].as_ref().map(|f| json!({"position": v(f.position), "posture": f.posture.name(), "observer": f.observer, "step_back": f.step_back}));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"agent": v(agent), "choice": choice, "firing_position": fire, "rays": a.rays, "seconds": secs, "sensors": sensors})
+            )?
+        );
+    } else {
+        match &a.choice {
+            Some(c) => println!(
+                "cover at {} ({} m away, arrive {}), path {:?}; {} rays in {:.2} ms",
+                c.position,
+                c.path_length,
+                c.posture.name(),
+                c.path,
+                a.rays,
+                secs * 1e3
+            ),
+            None => println!(
+                "no reachable cover within the sensor grid; {} rays in {:.2} ms",
+                a.rays,
+                secs * 1e3
+            ),
+        }
+        if let Some(f) = &firing[0] {
+            println!(
+                "return fire from {} {} ({} m from cover)",
+                f.position,
+                f.posture.name(),
+                f.step_back
+            );
+        }
+    }
+    if let Some(path) = png {
+        let size = 30.0;
+        let mut canvas = Canvas::new(agent, size, 20.0);
+        let fp = CoverFieldParams {
+            size,
+            cell: 0.25,
+            ..Default::default()
+        };
+        let f = field(
+            engine,
+            scene,
+            agent,
+            &query.agent,
+            &query.observers,
+            mask,
+            &fp,
+        )?;
+        underlay(&mut canvas, &f);
+        if let Some(c) = &a.choice {
+            for w in c.path.windows(2) {
+                canvas.line(w[0], w[1], Rgb([255, 255, 255]));
+            }
+            canvas.ring(c.position, 9.0, Rgb([255, 255, 255]));
+        }
+        for s in &a.sensors {
+            canvas.disc(s.position, 5.0, Rgb([255, 255, 255]));
+            canvas.disc(s.position, 4.0, fate_colour(s.fate));
+        }
+        canvas.disc(agent, 6.0, Rgb([255, 220, 0]));
+        mark_observers(&mut canvas, &query.observers);
+        canvas
+            .img
+            .save(path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn cover_field(
+    engine: &Engine,
+    scene: &Scene,
+    center: Vec3,
+    observers: &[Vec3],
+    mask: Mask,
+    size: f32,
+    cell: f32,
+    png: Option<&Path>,
+    as_json: bool,
+) -> AnyResult<()> {
+    let params = CoverFieldParams {
+        size,
+        cell,
+        ..Default::default()
+    };
+    let f = field(
+        engine,
+        scene,
+        center,
+        &Agent::soldier(center),
+        observers,
+        mask,
+        &params,
+    )?;
+    let counts: Vec<(String, usize)> = [CellCover::NotGround, CellCover::Exposed]
+        .into_iter()
+        .chain(sightline::cover::Posture::ALL.map(CellCover::Hidden))
+        .map(|c| (format!("{c:?}"), f.count(c)))
+        .collect();
+    if as_json {
+        let cells: Vec<String> = f.cells.iter().map(|c| format!("{c:?}")).collect();
+        println!(
+            "{}",
+            serde_json::to_string(
+                &json!({"center": v(center), "origin": [f.origin.x, f.origin.y], "cell": f.cell, "width": f.width, "height": f.height, "counts": counts, "seconds": f.elapsed.as_secs_f64(), "cells": cells})
+            )?
+        );
+    } else {
+        println!(
+            "{} x {} cells of {cell} m around {center} in {:.3} s: {counts:?}",
+            f.width,
+            f.height,
+            f.elapsed.as_secs_f64()
+        );
+    }
+    if let Some(path) = png {
+        let px = (600.0 / size).max(1.0);
+        let mut canvas = Canvas::new(center, size, px);
+        underlay(&mut canvas, &f);
+        mark_observers(&mut canvas, observers);
+        canvas.ring(center, 6.0, Rgb([255, 220, 0]));
+        canvas
+            .img
+            .save(path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
