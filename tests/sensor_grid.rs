@@ -693,3 +693,48 @@ fn firing_positions_rise_or_step_back_toward_the_observer() {
         }
     }
 }
+
+#[test]
+fn amortized_ray_casting_replans_and_converges_to_the_full_answer() {
+    use sightline::cover::sensor_grid::AmortizedCover;
+    let scene = procedural::rock(1, 1);
+    let q = query(
+        Vec3::new(-5.0, 0.0, 4.0),
+        &[Vec3::new(25.0, 1.7, 0.0), Vec3::new(20.0, 1.7, 12.0)],
+        Mask::SIGHT,
+    );
+    let params = SensorGridParams::darken2005();
+    let full = find_cover(&Engine::cpu(), &scene, std::slice::from_ref(&q), &params)
+        .unwrap()
+        .remove(0);
+    let final_choice = full.choice.clone().expect("the rock hides the agent");
+    for engine in engines() {
+        let mut amortized = AmortizedCover::new(q.clone(), &params).unwrap();
+        let mut choices = Vec::new();
+        while !amortized.is_done() {
+            choices.push(amortized.tick(&engine, &scene, 40).unwrap());
+            assert!(choices.len() < 1000, "no progress");
+        }
+        assert!(
+            choices.len() > 10,
+            "a 40-ray budget spreads {} rays over many ticks",
+            full.rays
+        );
+        // The agent moves on a provisional choice early, and re-plans when later rays overturn it.
+        assert!(
+            choices.iter().take(3).any(Option::is_some),
+            "a provisional choice after the first ticks"
+        );
+        assert!(
+            choices.iter().any(|c| c.as_ref() != Some(&final_choice)),
+            "the choice was never revised"
+        );
+        assert_eq!(choices.last().unwrap().as_ref(), Some(&final_choice));
+        assert_eq!(
+            amortized.provisional(&scene),
+            full,
+            "{:?}: finished amortized answer differs",
+            engine.backend()
+        );
+    }
+}

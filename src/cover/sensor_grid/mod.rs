@@ -1,0 +1,341 @@
+//! The sensor grid (seed 000, "Algorithmic Details" steps 1-7; seed 001 V.D), batched: every
+//! agent's ground, visibility and accessibility rays go to the engine together, a handful of
+//! engine calls per batch however many agents there are.
+//!
+//! Choices where the papers leave room, each documented on the item it concerns:
+//! - every posture is tested (not only up to the first visible one), so a spot behind a car is
+//!   "crouching" even though the observer sees under the car at prone height;
+//! - movement is blocked by fire-blocking triangles (walls, glass), not by foliage;
+//! - ground rays start a step height above the agent's feet so flat ground is found.
+
+mod amortized;
+mod firing;
+mod search;
+
+pub use amortized::AmortizedCover;
+pub use firing::{firing_positions, FiringPosition};
+
+use super::{Agent, Posture};
+use crate::scene::{Mask, Scene};
+use crate::trace::Segment;
+use crate::{Engine, Error, Result};
+use glam::Vec3;
+use search::{run, Job, Outcome, Search};
+
+/// Sensor grid settings. [`SensorGridParams::darken2005`] reproduces the paper.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SensorGridParams {
+    /// Rings of sensors around the agent (a sensor at the agent's own spot comes on top).
+    pub rings: u32,
+    /// Sensors per ring.
+    pub per_ring: u32,
+    /// Radial gap from the agent to the first ring, growing linearly to `outer_gap` between the
+    /// last two rings.
+    pub inner_gap: f32,
+    pub outer_gap: f32,
+    /// Rotate every other ring by half a step (seed 001 V.D.3.b).
+    pub stagger: bool,
+    /// Steepest standable slope (radians).
+    pub max_slope: f32,
+    /// Ground rays start this far above the agent's feet (a step it can climb).
+    pub step_height: f32,
+    /// Heights of the swept-cylinder segments, as fractions of the agent's standing height
+    /// (knee, waist, head).
+    pub sweep_heights: [f32; 3],
+    /// Incremental processing (seed 000, "Optimizations"): rings are processed nearest first
+    /// and the first ring holding a hidden, straight-accessible sensor ends the search.
+    pub incremental: bool,
+}
+
+impl SensorGridParams {
+    /// Darken, Morgan and Paull 2005: 5 staggered rings of 10 plus the agent's spot (51
+    /// sensors), rings 1.5 m apart near the agent widening to 3 m at the outside (radii 1.5,
+    /// 3.4, 5.6, 8.3 and 11.3 m).
+    #[must_use]
+    pub const fn darken2005() -> SensorGridParams {
+        SensorGridParams {
+            rings: 5,
+            per_ring: 10,
+            inner_gap: 1.5,
+            outer_gap: 3.0,
+            stagger: true,
+            max_slope: std::f32::consts::FRAC_PI_4,
+            step_height: 0.3,
+            sweep_heights: [0.25, 0.55, 0.9],
+            incremental: false,
+        }
+    }
+
+    /// Horizontal offsets of the sensors from the agent, agent's own spot first, ring by ring.
+    #[must_use]
+    pub fn layout(&self) -> Vec<(u32, Vec3)> {
+        let mut out = vec![(0, Vec3::ZERO)];
+        let mut radius = 0.0;
+        for ring in 0..self.rings {
+            let f = if self.rings > 1 {
+                ring as f32 / (self.rings - 1) as f32
+            } else {
+                0.0
+            };
+            radius += self.inner_gap + (self.outer_gap - self.inner_gap) * f;
+            let step = std::f32::consts::TAU / self.per_ring as f32;
+            let offset = if self.stagger && ring % 2 == 1 {
+                step / 2.0
+            } else {
+                0.0
+            };
+            for k in 0..self.per_ring {
+                let a = offset + k as f32 * step;
+                out.push((ring + 1, Vec3::new(a.cos(), 0.0, a.sin()) * radius));
+            }
+        }
+        out
+    }
+}
+
+impl Default for SensorGridParams {
+    fn default() -> Self {
+        Self::darken2005()
+    }
+}
+
+/// One agent's question: where can it hide from these observers?
+#[derive(Clone, Debug)]
+pub struct CoverQuery {
+    pub agent: Agent,
+    /// Observers' eye positions.
+    pub observers: Vec<Vec3>,
+    /// `Mask::SIGHT` for concealment, `Mask::FIRE` for cover.
+    pub mask: Mask,
+    /// Extra path points (a level's waypoints): a sensor may be reached through one of them as
+    /// well as through another sensor (seed 000, "Integration with Waypoints").
+    pub waypoints: Vec<Vec3>,
+}
+
+/// Why a sensor was kept or dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SensorFate {
+    /// No surface inside the acceptable region (a cliff edge, a hole, or too far up).
+    NoGround,
+    /// Steeper than `max_slope`, or a surface agents cannot stand on.
+    NotStandable,
+    /// Some observer sees every posture.
+    Visible,
+    /// Hidden, but neither straight nor two-segment paths reach it.
+    Unreachable,
+    /// Hidden and reachable; the highest hidden posture.
+    Hidden(Posture),
+    /// Incremental processing stopped before this sensor's ring.
+    Skipped,
+}
+
+/// One sensor's outcome.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SensorReport {
+    /// Ring (0 = the agent's own spot).
+    pub ring: u32,
+    /// Ground point, or the agent-height point above the sensor where no ground was found.
+    pub position: Vec3,
+    pub fate: SensorFate,
+    /// Per posture (prone, crouching, standing): hidden from every observer.
+    pub hidden: [bool; 3],
+    /// The path to it (agent, optional via point, sensor) when one was found.
+    pub path: Option<Vec<Vec3>>,
+}
+
+/// The chosen spot: shortest path among hidden, reachable sensors.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CoverChoice {
+    pub sensor: usize,
+    pub position: Vec3,
+    /// Posture to take on arrival: the highest hidden one.
+    pub posture: Posture,
+    /// Agent position, optional via point, the spot.
+    pub path: Vec<Vec3>,
+    pub path_length: f32,
+}
+
+/// The answer to one [`CoverQuery`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct CoverAnswer {
+    pub sensors: Vec<SensorReport>,
+    pub choice: Option<CoverChoice>,
+    /// Rays traced for this query.
+    pub rays: usize,
+}
+
+/// Answers many cover queries with a few batched engine calls (ground, then visibility and
+/// straight access, then two-segment access). Backends give identical answers.
+pub fn find_cover(
+    engine: &Engine,
+    scene: &Scene,
+    queries: &[CoverQuery],
+    params: &SensorGridParams,
+) -> Result<Vec<CoverAnswer>> {
+    validate(queries, params)?;
+    let mut search = Search::new(queries.to_vec(), *params);
+    while !search.done() {
+        let jobs: Vec<Job> = search.plan().into_iter().map(|(j, _)| j).collect();
+        let out: Vec<Option<Outcome>> = run(engine, scene, &jobs)?.into_iter().map(Some).collect();
+        search.apply(&out, scene);
+    }
+    Ok(assemble(&search))
+}
+
+fn validate(queries: &[CoverQuery], params: &SensorGridParams) -> Result<()> {
+    if params.per_ring == 0 || !(params.inner_gap > 0.0 && params.outer_gap > 0.0) {
+        return Err(Error::InvalidInput(
+            "sensor grid needs per_ring >= 1 and positive ring gaps".into(),
+        ));
+    }
+    for (i, q) in queries.iter().enumerate() {
+        let a = &q.agent;
+        let finite = a.position.is_finite()
+            && a.radius.is_finite()
+            && a.head_heights.iter().all(|h| h.is_finite());
+        if !finite
+            || a.radius < 0.0
+            || !(a.head_heights[0] > 0.0
+                && a.head_heights[0] <= a.head_heights[1]
+                && a.head_heights[1] <= a.head_heights[2])
+        {
+            return Err(Error::InvalidInput(format!(
+                "cover query {i}: the agent needs finite coordinates, a radius >= 0 and head heights 0 < prone <= crouching <= standing"
+            )));
+        }
+        if let Some(o) = q
+            .observers
+            .iter()
+            .chain(&q.waypoints)
+            .find(|o| !o.is_finite())
+        {
+            return Err(Error::InvalidInput(format!(
+                "cover query {i}: observer or waypoint {o} is not finite"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The swept upright cylinder from `a` to `b` (feet positions): segments at knee, waist and
+/// head height, on the axis and one radius to each side.
+fn sweep(
+    agent: &Agent,
+    params: &SensorGridParams,
+    a: Vec3,
+    b: Vec3,
+) -> impl Iterator<Item = Segment> {
+    let along = Vec3::new(b.x - a.x, 0.0, b.z - a.z);
+    let side = if along.length_squared() > 1e-12 {
+        Vec3::new(-along.z, 0.0, along.x).normalize() * agent.radius
+    } else {
+        Vec3::ZERO
+    };
+    let heights = params.sweep_heights.map(|f| f * agent.height());
+    heights.into_iter().flat_map(move |h| {
+        [Vec3::ZERO, side, -side].map(|o| Segment::new(a + Vec3::Y * h + o, b + Vec3::Y * h + o))
+    })
+}
+
+fn path_length(path: &[Vec3]) -> f32 {
+    path.windows(2).map(|w| w[0].distance(w[1])).sum()
+}
+
+/// Step 7: fates per sensor and the shortest hidden, reachable one.
+fn assemble(search: &Search) -> Vec<CoverAnswer> {
+    let mut answers: Vec<CoverAnswer> = search
+        .queries
+        .iter()
+        .zip(&search.rays)
+        .map(|(q, &rays)| CoverAnswer {
+            sensors: search
+                .layout
+                .iter()
+                .map(|&(ring, off)| SensorReport {
+                    ring,
+                    position: q.agent.position + off,
+                    fate: SensorFate::Skipped,
+                    hidden: [false; 3],
+                    path: None,
+                })
+                .collect(),
+            choice: None,
+            rays,
+        })
+        .collect();
+    for s in &search.sensors {
+        let report = &mut answers[s.query].sensors[s.index];
+        report.hidden = s.hidden;
+        report.fate = match (
+            s.ground,
+            s.standable,
+            s.hidden.iter().rposition(|&h| h),
+            &s.path,
+        ) {
+            (None, ..) => SensorFate::NoGround,
+            (_, false, ..) => SensorFate::NotStandable,
+            (_, _, None, _) => SensorFate::Visible,
+            (_, _, Some(_), None) => SensorFate::Unreachable,
+            (_, _, Some(p), Some(_)) => SensorFate::Hidden(Posture::ALL[p]),
+        };
+        if let Some(g) = s.ground {
+            report.position = g;
+        }
+        report.path.clone_from(&s.path);
+    }
+    for a in &mut answers {
+        let best = a
+            .sensors
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match (s.fate, &s.path) {
+                (SensorFate::Hidden(p), Some(path)) => {
+                    Some((path_length(path), i, p, path.clone()))
+                }
+                _ => None,
+            })
+            .min_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+        a.choice = best.map(|(len, i, posture, path)| CoverChoice {
+            sensor: i,
+            position: a.sensors[i].position,
+            posture,
+            path,
+            path_length: len,
+        });
+    }
+    answers
+}
+
+/// A few representative viewpoints for a large or vaguely known group of observers (seed 000,
+/// "Large Numbers of Observers"): the two members farthest apart (the edges of the group) and
+/// the member nearest the group's centre.
+#[must_use]
+pub fn representative_viewpoints(observers: &[Vec3]) -> Vec<Vec3> {
+    if observers.len() <= 3 {
+        return observers.to_vec();
+    }
+    let centre = observers.iter().copied().sum::<Vec3>() / observers.len() as f32;
+    let a = *observers
+        .iter()
+        .max_by(|p, q| {
+            p.distance_squared(centre)
+                .total_cmp(&q.distance_squared(centre))
+        })
+        .unwrap();
+    let b = *observers
+        .iter()
+        .max_by(|p, q| p.distance_squared(a).total_cmp(&q.distance_squared(a)))
+        .unwrap();
+    let mid = *observers
+        .iter()
+        .min_by(|p, q| {
+            p.distance_squared(centre)
+                .total_cmp(&q.distance_squared(centre))
+        })
+        .unwrap();
+    let mut out = vec![a, b];
+    if mid != a && mid != b {
+        out.push(mid);
+    }
+    out
+}

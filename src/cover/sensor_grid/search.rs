@@ -1,0 +1,461 @@
+//! The sensor grid as stages that plan rays and apply their outcomes, so one driver can trace a
+//! whole stage at once ([`super::find_cover`]) and another a few rays per tick
+//! ([`super::AmortizedCover`]). An outcome not traced yet is `None` and read optimistically
+//! (hidden, clear), except ground, which is unknown until traced.
+
+use super::{sweep, CoverQuery, SensorGridParams};
+use crate::cover::{template_points, Posture};
+use crate::scene::{Mask, MaterialFlags, Scene};
+use crate::trace::{Hit, Ray, Segment};
+use crate::{Engine, Result};
+use glam::Vec3;
+use std::collections::BTreeMap;
+
+/// Waypoint hops farther apart than this are not tried.
+const MAX_WAYPOINT_HOP: f32 = 15.0;
+
+/// One ray a stage needs.
+#[derive(Clone, Copy, Debug)]
+pub enum Job {
+    /// A downward closest-hit ray (ground search).
+    Down(Ray),
+    /// An occlusion test with a mask.
+    Segment(Segment, Mask),
+}
+
+/// What a traced [`Job`] found.
+#[derive(Clone, Copy, Debug)]
+pub enum Outcome {
+    Hit(Option<Hit>),
+    Blocked(bool),
+}
+
+/// Traces jobs with as few engine calls as there are kinds (closest hits, then one occlusion
+/// batch per mask).
+pub fn run(engine: &Engine, scene: &Scene, jobs: &[Job]) -> Result<Vec<Outcome>> {
+    let mut out = vec![Outcome::Blocked(false); jobs.len()];
+    let (mut rays, mut ray_at) = (Vec::new(), Vec::new());
+    let mut segs: Vec<(Mask, Vec<Segment>, Vec<usize>)> = Vec::new();
+    for (i, j) in jobs.iter().enumerate() {
+        match *j {
+            Job::Down(r) => {
+                rays.push(r);
+                ray_at.push(i);
+            }
+            Job::Segment(s, m) => match segs.iter_mut().find(|(mm, ..)| *mm == m) {
+                Some((_, v, at)) => {
+                    v.push(s);
+                    at.push(i);
+                }
+                None => segs.push((m, vec![s], vec![i])),
+            },
+        }
+    }
+    let ground = Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
+    for (h, i) in engine
+        .closest_hit(scene, &rays, ground)?
+        .into_iter()
+        .zip(ray_at)
+    {
+        out[i] = Outcome::Hit(h);
+    }
+    for (m, v, at) in segs {
+        let bits = engine.occluded(scene, &v, m)?;
+        for (k, i) in at.into_iter().enumerate() {
+            out[i] = Outcome::Blocked(bits.get(k));
+        }
+    }
+    Ok(out)
+}
+
+#[derive(Clone, Debug)]
+pub struct Sensor {
+    pub query: usize,
+    pub index: usize,
+    pub ring: u32,
+    pub ground: Option<Vec3>,
+    pub standable: bool,
+    pub hidden: [bool; 3],
+    pub straight: bool,
+    pub path: Option<Vec<Vec3>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Ground,
+    Visibility,
+    Straight,
+    Waypoints,
+    LastSegment,
+    Done,
+}
+
+/// What each job of the current stage belongs to.
+#[derive(Clone, Debug, Default)]
+struct Owners {
+    sensor: Vec<usize>,
+    posture: Vec<usize>,
+    key: Vec<(usize, usize, usize)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Search {
+    pub queries: Vec<CoverQuery>,
+    pub params: SensorGridParams,
+    pub layout: Vec<(u32, Vec3)>,
+    pub sensors: Vec<Sensor>,
+    pub rays: Vec<usize>,
+    stage: Stage,
+    /// Rings of the current round (all of them unless incremental).
+    rings: std::ops::RangeInclusive<u32>,
+    round_start: usize,
+    open: Vec<usize>,
+    owners: Owners,
+    vias: Vec<Vec<Vec<Vec3>>>,
+}
+
+impl Search {
+    pub fn new(queries: Vec<CoverQuery>, params: SensorGridParams) -> Search {
+        let rings = if params.incremental {
+            0..=0
+        } else {
+            0..=params.rings
+        };
+        Search {
+            layout: params.layout(),
+            rays: vec![0; queries.len()],
+            open: (0..queries.len()).collect(),
+            vias: vec![Vec::new(); queries.len()],
+            queries,
+            params,
+            sensors: Vec::new(),
+            stage: Stage::Ground,
+            rings,
+            round_start: 0,
+            owners: Owners::default(),
+        }
+    }
+
+    pub fn done(&self) -> bool {
+        self.stage == Stage::Done
+    }
+
+    /// The rays the current stage needs, each with a priority (lower first): the top of the
+    /// head before lower points, near sensors before far ones (seed 000, "Amortized Ray
+    /// Casting").
+    pub fn plan(&mut self) -> Vec<(Job, u32)> {
+        let mut jobs = Vec::new();
+        let mut owners = Owners::default();
+        match self.stage {
+            Stage::Ground => {
+                self.round_start = self.sensors.len();
+                for &q in &self.open {
+                    for (index, &(ring, _)) in self.layout.iter().enumerate() {
+                        if self.rings.contains(&ring) {
+                            self.sensors.push(Sensor {
+                                query: q,
+                                index,
+                                ring,
+                                ground: None,
+                                standable: false,
+                                hidden: [false; 3],
+                                straight: false,
+                                path: None,
+                            });
+                        }
+                    }
+                }
+                for k in self.round_start..self.sensors.len() {
+                    let s = &self.sensors[k];
+                    let a = &self.queries[s.query].agent;
+                    let offset = self.layout[s.index].1;
+                    let d = offset.length();
+                    let top = a.position + offset + Vec3::Y * self.params.step_height;
+                    let low = a.position.y - d.max(a.height());
+                    let high = a.position.y + d.max(self.params.step_height);
+                    jobs.push((Job::Down(Ray::new(top, Vec3::NEG_Y, top.y - low)), s.ring));
+                    jobs.push((
+                        Job::Down(Ray::new(
+                            Vec3::new(top.x, high, top.z),
+                            Vec3::NEG_Y,
+                            (high - top.y).max(0.0),
+                        )),
+                        s.ring,
+                    ));
+                    owners.sensor.extend([k, k]);
+                    self.rays[s.query] += 2;
+                }
+            }
+            Stage::Visibility => {
+                for k in self.round_start..self.sensors.len() {
+                    let s = &self.sensors[k];
+                    let q = &self.queries[s.query];
+                    let (Some(g), true) = (s.ground, s.standable) else {
+                        continue;
+                    };
+                    for p in Posture::ALL {
+                        for &o in &q.observers {
+                            for (point_index, point) in
+                                template_points(&q.agent, g, p, o).into_iter().enumerate()
+                            {
+                                // Head centres first, highest posture first; then the sides.
+                                let priority = if point_index == 0 {
+                                    2 - p as u32
+                                } else {
+                                    3 + 2 - p as u32
+                                };
+                                jobs.push((
+                                    Job::Segment(Segment::new(o, point), q.mask),
+                                    priority * 64 + s.ring,
+                                ));
+                                owners.sensor.push(k);
+                                owners.posture.push(p as usize);
+                            }
+                        }
+                    }
+                    self.rays[s.query] += 9 * q.observers.len();
+                }
+            }
+            Stage::Straight => {
+                for k in self.round_start..self.sensors.len() {
+                    let s = &self.sensors[k];
+                    let (Some(g), true, true) = (s.ground, s.hidden.iter().any(|&h| h), s.ring > 0)
+                    else {
+                        continue;
+                    };
+                    let q = &self.queries[s.query];
+                    for seg in sweep(&q.agent, &self.params, q.agent.position, g) {
+                        jobs.push((Job::Segment(seg, Mask::FIRE), s.ring));
+                        owners.sensor.push(k);
+                    }
+                    self.rays[s.query] += 9;
+                }
+            }
+            Stage::Waypoints => {
+                for (qi, q) in self.queries.iter().enumerate() {
+                    for i in 0..q.waypoints.len() {
+                        let from_agent = std::iter::once((usize::MAX, q.agent.position));
+                        let from_waypoints = (0..i)
+                            .map(|j| (j, q.waypoints[j]))
+                            .filter(|(_, w)| w.distance(q.waypoints[i]) <= MAX_WAYPOINT_HOP);
+                        for (j, from) in from_agent.chain(from_waypoints) {
+                            for seg in sweep(&q.agent, &self.params, from, q.waypoints[i]) {
+                                jobs.push((Job::Segment(seg, Mask::FIRE), 0));
+                                owners.key.push((qi, j, i));
+                            }
+                            self.rays[qi] += 9;
+                        }
+                    }
+                }
+            }
+            Stage::LastSegment => {
+                for (k, s) in self.sensors.iter().enumerate() {
+                    let (Some(g), false, true) =
+                        (s.ground, s.straight, s.hidden.iter().any(|&h| h))
+                    else {
+                        continue;
+                    };
+                    let q = &self.queries[s.query];
+                    for (vi, via) in self.vias[s.query].iter().enumerate() {
+                        for seg in sweep(&q.agent, &self.params, *via.last().unwrap(), g) {
+                            jobs.push((Job::Segment(seg, Mask::FIRE), s.ring));
+                            owners.key.push((k, vi, 0));
+                        }
+                        self.rays[s.query] += 9;
+                    }
+                }
+            }
+            Stage::Done => {}
+        }
+        self.owners = owners;
+        jobs
+    }
+
+    /// Applies the outcomes of the jobs [`Search::plan`] returned (in that order) and moves to
+    /// the next stage.
+    pub fn apply(&mut self, out: &[Option<Outcome>], scene: &Scene) {
+        let blocked = |i: usize| matches!(out[i], Some(Outcome::Blocked(true)));
+        let owners = std::mem::take(&mut self.owners);
+        match self.stage {
+            Stage::Ground => {
+                let min_normal_y = self.params.max_slope.cos();
+                for (pair, &k) in owners.sensor.iter().step_by(2).enumerate() {
+                    let hit = |i: usize| match out[i] {
+                        Some(Outcome::Hit(Some(h))) => Some(h),
+                        _ => None,
+                    };
+                    let (i, h) = match (hit(2 * pair), hit(2 * pair + 1)) {
+                        (Some(h), _) => (2 * pair, h),
+                        (None, Some(h)) => (2 * pair + 1, h),
+                        (None, None) => continue,
+                    };
+                    let ray = self.ground_ray(k, i % 2);
+                    let s = &mut self.sensors[k];
+                    s.ground = Some(ray.origin() + ray.dir() * h.t);
+                    let walkable = scene.materials()[h.material as usize]
+                        .flags
+                        .contains(MaterialFlags::WALKABLE);
+                    s.standable = walkable && h.normal.y >= min_normal_y;
+                }
+                self.stage = Stage::Visibility;
+            }
+            Stage::Visibility => {
+                for s in &mut self.sensors[self.round_start..] {
+                    s.hidden = [s.ground.is_some() && s.standable; 3];
+                }
+                for (i, (&k, &p)) in owners.sensor.iter().zip(&owners.posture).enumerate() {
+                    if matches!(out[i], Some(Outcome::Blocked(false))) {
+                        self.sensors[k].hidden[p] = false;
+                    }
+                }
+                self.stage = Stage::Straight;
+            }
+            Stage::Straight => {
+                let mut clear = vec![true; self.sensors.len()];
+                for (i, &k) in owners.sensor.iter().enumerate() {
+                    clear[k] &= !blocked(i);
+                }
+                for (k, s) in self.sensors.iter_mut().enumerate().skip(self.round_start) {
+                    let a = self.queries[s.query].agent.position;
+                    s.straight = s.ground.is_some()
+                        && s.hidden.iter().any(|&h| h)
+                        && (s.ring == 0 || clear[k]);
+                    if s.ring == 0 && s.ground.is_some() {
+                        s.straight = true;
+                    }
+                    if s.straight {
+                        s.path = Some(if s.ring == 0 {
+                            vec![a]
+                        } else {
+                            vec![a, s.ground.unwrap()]
+                        });
+                    }
+                }
+                let (sensors, start) = (&self.sensors, self.round_start);
+                self.open.retain(|&q| {
+                    !sensors[start..]
+                        .iter()
+                        .any(|s| s.query == q && s.straight && s.hidden.iter().any(|&h| h))
+                });
+                let next = self.rings.end() + 1;
+                if self.params.incremental && next <= self.params.rings && !self.open.is_empty() {
+                    self.rings = next..=next;
+                    self.stage = Stage::Ground;
+                } else {
+                    self.stage = Stage::Waypoints;
+                }
+            }
+            Stage::Waypoints => {
+                let mut clear: BTreeMap<(usize, usize, usize), bool> = BTreeMap::new();
+                for (i, &key) in owners.key.iter().enumerate() {
+                    *clear.entry(key).or_insert(true) &= !blocked(i);
+                }
+                self.vias = self
+                    .queries
+                    .iter()
+                    .enumerate()
+                    .map(|(qi, q)| waypoint_paths(qi, q, &clear))
+                    .collect();
+                for s in self.sensors.iter().filter(|s| s.straight && s.ring > 0) {
+                    self.vias[s.query].push(vec![
+                        self.queries[s.query].agent.position,
+                        s.ground.unwrap(),
+                    ]);
+                }
+                self.stage = Stage::LastSegment;
+            }
+            Stage::LastSegment => {
+                let mut clear: BTreeMap<(usize, usize), bool> = BTreeMap::new();
+                for (i, &(k, vi, _)) in owners.key.iter().enumerate() {
+                    *clear.entry((k, vi)).or_insert(true) &= !blocked(i);
+                }
+                for ((k, vi), ok) in clear {
+                    if !ok {
+                        continue;
+                    }
+                    let s = &mut self.sensors[k];
+                    let mut path = self.vias[s.query][vi].clone();
+                    path.push(s.ground.unwrap());
+                    if s.path
+                        .as_ref()
+                        .is_none_or(|p| super::path_length(&path) < super::path_length(p))
+                    {
+                        s.path = Some(path);
+                    }
+                }
+                self.stage = Stage::Done;
+            }
+            Stage::Done => {}
+        }
+    }
+
+    /// The ground ray `which` (0: from the agent's level down, 1: from the upper cone down) of
+    /// sensor `k`, as planned.
+    fn ground_ray(&self, k: usize, which: usize) -> Ray {
+        let s = &self.sensors[k];
+        let a = &self.queries[s.query].agent;
+        let offset = self.layout[s.index].1;
+        let d = offset.length();
+        let top = a.position + offset + Vec3::Y * self.params.step_height;
+        if which == 0 {
+            Ray::new(top, Vec3::NEG_Y, top.y - (a.position.y - d.max(a.height())))
+        } else {
+            let high = a.position.y + d.max(self.params.step_height);
+            Ray::new(
+                Vec3::new(top.x, high, top.z),
+                Vec3::NEG_Y,
+                (high - top.y).max(0.0),
+            )
+        }
+    }
+}
+
+/// Paths from the agent to every waypoint reachable through clear hops (Dijkstra).
+fn waypoint_paths(
+    qi: usize,
+    q: &CoverQuery,
+    clear: &BTreeMap<(usize, usize, usize), bool>,
+) -> Vec<Vec<Vec3>> {
+    let n = q.waypoints.len();
+    let ok = |a: usize, b: usize| {
+        clear
+            .get(&(qi, a.min(b), a.max(b)))
+            .copied()
+            .unwrap_or(false)
+    };
+    let mut dist = vec![f32::INFINITY; n];
+    let mut prev = vec![usize::MAX; n];
+    let mut done = vec![false; n];
+    for (i, d) in dist.iter_mut().enumerate() {
+        if clear.get(&(qi, usize::MAX, i)).copied().unwrap_or(false) {
+            *d = q.agent.position.distance(q.waypoints[i]);
+        }
+    }
+    while let Some(u) = (0..n)
+        .filter(|&i| !done[i] && dist[i].is_finite())
+        .min_by(|&a, &b| dist[a].total_cmp(&dist[b]))
+    {
+        done[u] = true;
+        for v in (0..n).filter(|&v| !done[v] && v != u && ok(u, v)) {
+            let d = dist[u] + q.waypoints[u].distance(q.waypoints[v]);
+            if d < dist[v] {
+                dist[v] = d;
+                prev[v] = u;
+            }
+        }
+    }
+    (0..n)
+        .filter(|&i| dist[i].is_finite())
+        .map(|i| {
+            let mut path = vec![q.waypoints[i]];
+            let mut u = i;
+            while prev[u] != usize::MAX {
+                u = prev[u];
+                path.push(q.waypoints[u]);
+            }
+            path.push(q.agent.position);
+            path.reverse();
+            path
+        })
+        .collect()
+}
