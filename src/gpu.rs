@@ -56,6 +56,8 @@ pub struct GpuTracer {
     max_queries: usize,
     lost: Arc<Mutex<Option<String>>>,
     cache: Mutex<SceneCache>,
+    /// Pipelines other modules build once per device (see [`GpuTracer::cached`]).
+    kits: Mutex<Vec<Arc<dyn std::any::Any + Send + Sync>>>,
 }
 
 enum Kind {
@@ -166,6 +168,7 @@ impl GpuTracer {
             max_queries,
             lost,
             cache: Mutex::new(SceneCache::default()),
+            kits: Mutex::new(Vec::new()),
         })
     }
 
@@ -180,6 +183,19 @@ impl GpuTracer {
 
     pub fn queue(&self) -> &wgpu::Queue {
         &self.queue
+    }
+
+    /// A value built once per device and kept for the engine's lifetime, one per type: other
+    /// modules' pipelines (the cover field's, intervis'), so repeated calls skip shader
+    /// compilation.
+    pub fn cached<T: std::any::Any + Send + Sync>(&self, make: impl FnOnce(&wgpu::Device) -> T) -> Arc<T> {
+        let mut kits = self.kits.lock().unwrap();
+        if let Some(kit) = kits.iter().find_map(|k| k.clone().downcast::<T>().ok()) {
+            return kit;
+        }
+        let kit = Arc::new(make(&self.device));
+        kits.push(kit.clone());
+        kit
     }
 
     fn check_lost(&self) -> Result<()> {

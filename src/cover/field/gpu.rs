@@ -115,7 +115,7 @@ pub(super) fn classify(
     let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
     let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let t0 = std::time::Instant::now();
-    let kit = Kit::new(device);
+    let kit = tracer.cached(Kit::new);
     let t_kit = t0.elapsed();
     let with = |label, usage, bytes: &[u8]| buffer_with(device, queue, label, usage, bytes);
     let per_buffer = (limits.max_buffer_size / 36).clamp(1, u64::from(u32::MAX) / 3) as usize * 3;
