@@ -188,7 +188,10 @@ impl GpuTracer {
     /// A value built once per device and kept for the engine's lifetime, one per type: other
     /// modules' pipelines (the cover field's, intervis'), so repeated calls skip shader
     /// compilation.
-    pub fn cached<T: std::any::Any + Send + Sync>(&self, make: impl FnOnce(&wgpu::Device) -> T) -> Arc<T> {
+    pub fn cached<T: std::any::Any + Send + Sync>(
+        &self,
+        make: impl FnOnce(&wgpu::Device) -> T,
+    ) -> Arc<T> {
         let mut kits = self.kits.lock().unwrap();
         if let Some(kit) = kits.iter().find_map(|k| k.clone().downcast::<T>().ok()) {
             return kit;

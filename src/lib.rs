@@ -15,7 +15,9 @@ mod engine;
 mod error;
 mod gpu;
 pub mod ground;
+pub mod intervis;
 pub mod scene;
+pub mod tables;
 pub mod trace;
 pub mod viewshed;
 

@@ -14,8 +14,14 @@ fn validate(name: &str, source: &str) -> naga::Module {
     module
 }
 
-/// Shaders that do not use common.wgsl (the cover field's render and classify passes).
-const SELF_CONTAINED: [&str; 2] = ["depth_map", "cover_field"];
+/// Shaders that do not use common.wgsl (the cover field's render and classify passes, the
+/// intervis render and reduce passes).
+const SELF_CONTAINED: [&str; 4] = [
+    "depth_map",
+    "cover_field",
+    "intervis_render",
+    "intervis_reduce",
+];
 
 #[test]
 fn every_shader_parses_and_validates() {

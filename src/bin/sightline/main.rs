@@ -120,6 +120,50 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Precompute waypoint line-of-sight tables into a versioned binary file (seed 002/003).
+    Precompute {
+        #[command(flatten)]
+        scene: SceneArgs,
+        /// Waypoint grid spacing in metres (ignored with --waypoints).
+        #[arg(long, default_value_t = 2.0)]
+        spacing: f32,
+        /// Waypoints from a CSV (x,y,z per line) or JSON ([[x,y,z], ...]) file instead of sampling.
+        #[arg(long)]
+        waypoints: Option<PathBuf>,
+        /// Pairs farther apart (metres) are not visible and not stored.
+        #[arg(long)]
+        range: Option<f32>,
+        /// Compute one slice of the observer rows, K/N (merge the N files with `sightline merge`).
+        #[arg(long)]
+        shard: Option<String>,
+        /// Also measure intervis records (exposed pixels, occlusion, contrast) per ordered pair
+        /// within range; pair with --range, as every ordered pair is rendered.
+        #[arg(long)]
+        intervis: bool,
+        #[arg(long)]
+        out: PathBuf,
+        /// Also write a top-down PNG of what this waypoint sees.
+        #[arg(long, requires = "png")]
+        view: Option<usize>,
+        #[arg(long)]
+        png: Option<PathBuf>,
+    },
+    /// Summarise and verify a table file.
+    Inspect {
+        file: PathBuf,
+        /// Write a top-down PNG of what this waypoint sees.
+        #[arg(long, requires = "png")]
+        view: Option<usize>,
+        #[arg(long)]
+        png: Option<PathBuf>,
+    },
+    /// Join shard files into the file a single run would have written.
+    Merge {
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+    },
     /// The highest posture hidden from every observer, per 0.25 m cell around a point.
     CoverField {
         #[command(flatten)]
@@ -325,6 +369,52 @@ fn run(cli: Cli) -> AnyResult<()> {
                 json,
             )
         }
+        Command::Precompute {
+            scene,
+            spacing,
+            waypoints,
+            range,
+            shard,
+            intervis,
+            out,
+            view,
+            png,
+        } => {
+            let s = load_scene(&scene)?;
+            let e = engine(scene.backend)?;
+            let shard = shard
+                .as_deref()
+                .map(sightline::tables::parse_shard)
+                .transpose()?;
+            let params = sightline::tables::PrecomputeParams {
+                spacing,
+                waypoints: waypoints
+                    .as_deref()
+                    .map(sightline::tables::read_waypoints)
+                    .transpose()?,
+                range,
+                ..Default::default()
+            };
+            let ip = sightline::intervis::measure::IntervisParams::standard();
+            let mut measure =
+                sightline::tables::intervis_measure(&e, &s, params.los.eye_height, &ip);
+            let measure: Option<&mut sightline::tables::MeasureFn<'_>> =
+                if intervis { Some(&mut measure) } else { None };
+            let table =
+                tables_cmd::precompute(&e, &s, &scene.scene, &params, shard, measure, &out)?;
+            if let (Some(v), Some(p)) = (view, png) {
+                tables_cmd::view_png(&table, v, &p)?;
+            }
+            Ok(())
+        }
+        Command::Inspect { file, view, png } => {
+            tables_cmd::inspect(&file)?;
+            if let (Some(v), Some(p)) = (view, png) {
+                tables_cmd::view_png(&sightline::tables::TableFile::read_from(&file)?, v, &p)?;
+            }
+            Ok(())
+        }
+        Command::Merge { out, shards } => tables_cmd::merge(&shards, &out),
         Command::Viewshed {
             scene,
             observer,
@@ -366,6 +456,7 @@ fn run(cli: Cli) -> AnyResult<()> {
 }
 
 mod cover_cmd;
+mod tables_cmd;
 
 fn read_segments(path: &Path) -> AnyResult<Vec<Segment>> {
     let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;

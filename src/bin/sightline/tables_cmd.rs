@@ -1,0 +1,131 @@
+//! `sightline precompute`, `inspect` and `merge`.
+
+use crate::picture::Canvas;
+use crate::AnyResult;
+use image::Rgb;
+use sightline::tables::{self, PrecomputeParams, Stage, TableFile};
+use sightline::{Engine, Scene};
+use std::path::{Path, PathBuf};
+
+/// Waypoints, line of sight (and intervis when `measure` is given), with a progress bar and an
+/// estimate of time left; writes `out`.
+pub fn precompute(
+    engine: &Engine,
+    scene: &Scene,
+    name: &str,
+    params: &PrecomputeParams,
+    shard: Option<(u32, u32)>,
+    measure: Option<&mut tables::MeasureFn<'_>>,
+    out: &Path,
+) -> AnyResult<TableFile> {
+    let bar = indicatif::ProgressBar::new(1);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg:>14} [{bar:40}] {pos}/{len} ({percent}%, {eta} left)",
+        )?
+        .progress_chars("=> "),
+    );
+    let t = std::time::Instant::now();
+    let table = tables::precompute(
+        engine,
+        scene,
+        name,
+        params,
+        shard,
+        measure,
+        |stage, done, total| {
+            bar.set_message(match stage {
+                Stage::Waypoints => "waypoints",
+                Stage::LineOfSight => "line of sight",
+                Stage::Intervis => "intervis",
+            });
+            if bar.length() != Some(total) {
+                bar.reset();
+                bar.set_length(total);
+            }
+            bar.set_position(done);
+        },
+    )?;
+    bar.finish_and_clear();
+    table.write_to(out)?;
+    eprintln!(
+        "{} waypoints in {:.2} s -> {}",
+        table.waypoints.len(),
+        t.elapsed().as_secs_f64(),
+        out.display()
+    );
+    Ok(table)
+}
+
+pub fn inspect(path: &Path) -> AnyResult<()> {
+    let t = std::time::Instant::now();
+    let table = TableFile::read_from(path)?;
+    println!("{}", table.summary());
+    println!(
+        "read and verified in {:.1} ms",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    Ok(())
+}
+
+pub fn merge(inputs: &[PathBuf], out: &Path) -> AnyResult<()> {
+    let shards = inputs
+        .iter()
+        .map(TableFile::read_from)
+        .collect::<Result<Vec<_>, _>>()?;
+    let merged = tables::merge(&shards)?;
+    merged.write_to(out)?;
+    println!("merged {} shards -> {}", shards.len(), out.display());
+    Ok(())
+}
+
+/// One waypoint's view, top-down (seed 003, figure 2): waypoints it sees in yellow (shaded by
+/// the target's contrast when intervis is present), the rest dark, the waypoint itself red.
+pub fn view_png(table: &TableFile, from: usize, path: &Path) -> AnyResult<()> {
+    let n = table.waypoints.len();
+    if from >= n {
+        return Err(format!(
+            "--view {from}: the table has {n} waypoints (0..{})",
+            n.saturating_sub(1)
+        )
+        .into());
+    }
+    let (mut lo, mut hi) = (table.waypoints[0], table.waypoints[0]);
+    for &w in &table.waypoints {
+        lo = lo.min(w);
+        hi = hi.max(w);
+    }
+    let size = (hi - lo).x.max((hi - lo).z) + 4.0;
+    let centre = (lo + hi) * 0.5;
+    let mut canvas = Canvas::new(centre, size, (800.0 / size).max(2.0));
+    let max_c = table.intervis.as_ref().map_or(1.0, |t| {
+        t.entries()
+            .iter()
+            .map(|e| e.2.contrast)
+            .fold(1e-6, f32::max)
+    });
+    for (j, &w) in table.waypoints.iter().enumerate() {
+        let colour = if j == from {
+            continue;
+        } else if !table.los.visible(from as u32, j as u32) {
+            Rgb([70, 70, 90])
+        } else if let Some(rec) = table
+            .intervis
+            .as_ref()
+            .and_then(|t| t.get(from as u32, j as u32))
+        {
+            let k = 0.35 + 0.65 * (rec.contrast / max_c).clamp(0.0, 1.0);
+            Rgb([(250.0 * k) as u8, (220.0 * k) as u8, (60.0 * k) as u8])
+        } else {
+            Rgb([250, 220, 60])
+        };
+        canvas.disc(w, 2.5, colour);
+    }
+    canvas.disc(table.waypoints[from], 6.0, Rgb([230, 30, 30]));
+    canvas
+        .img
+        .save(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}

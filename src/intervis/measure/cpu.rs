@@ -1,0 +1,143 @@
+//! The CPU twin: every pixel centre of every target's padded box ray cast against the scene
+//! (through the engine) and the target (a BVH of its world-space mesh, `trace::cpu::closest`),
+//! classified and shaded exactly as the stencil pass and the reduction do.
+
+use super::{pixel_solid_angle, shade, IntervisParams, PixelBox, Placed, Plan, Sums, View};
+use crate::bvh::{Bvh, GpuTriangle};
+use crate::intervis::IntervisRecord;
+use crate::scene::{Mask, Scene, Tier};
+use crate::trace::cpu::{closest, RayPrep};
+use crate::trace::{HitRecord, Ray, NO_HIT};
+use crate::{Engine, Result};
+use rayon::prelude::*;
+
+/// Scene rays per `closest_hit` call (bounds memory on large batches).
+const RAYS_PER_CALL: usize = 1 << 21;
+
+pub(super) fn measure(
+    engine: &Engine,
+    scene: &Scene,
+    plan: &Plan,
+    params: &IntervisParams,
+) -> Result<Vec<IntervisRecord>> {
+    let count = plan.views.iter().map(|(_, t)| t.len()).sum();
+    let mut out = vec![Sums::default().finish(0); count];
+    let albedo: Vec<f32> = scene.materials().iter().map(|m| m.albedo).collect();
+    // Targets with a box, in batches of at most RAYS_PER_CALL pixels (a single larger box
+    // goes alone).
+    let jobs: Vec<(&View, &Placed, PixelBox)> = plan
+        .views
+        .iter()
+        .flat_map(|(v, ts)| ts.iter().filter_map(move |t| t.bbox.map(|b| (v, t, b))))
+        .collect();
+    let mut start = 0;
+    while start < jobs.len() {
+        let mut end = start;
+        let mut pixels = 0usize;
+        while end < jobs.len()
+            && (end == start || pixels + jobs[end].2.pixels() as usize <= RAYS_PER_CALL)
+        {
+            pixels += jobs[end].2.pixels() as usize;
+            end += 1;
+        }
+        let batch = &jobs[start..end];
+        let mut rays = Vec::with_capacity(pixels);
+        for (view, _, b) in batch {
+            for j in b.y0..b.y1 {
+                for i in b.x0..b.x1 {
+                    let (o, d) = view.pixel_ray(i, j);
+                    rays.push(Ray::new(o, d, f32::INFINITY));
+                }
+            }
+        }
+        let hits = engine.closest_hit_records(scene, &rays, Mask::SIGHT)?;
+        let mut offset = 0;
+        let mut slices = Vec::with_capacity(batch.len());
+        for (_, _, b) in batch {
+            let n = b.pixels() as usize;
+            slices.push(&hits[offset..offset + n]);
+            offset += n;
+        }
+        let records: Vec<(usize, IntervisRecord)> = batch
+            .par_iter()
+            .zip(slices)
+            .map(|((view, placed, b), hits)| {
+                let tier = target_tier(plan, placed);
+                let sums = reduce_box(view, b, hits, &tier, &albedo, params);
+                (placed.pair, sums.finish(b.pixels()))
+            })
+            .collect();
+        for (pair, r) in records {
+            out[pair] = r;
+        }
+        start = end;
+    }
+    Ok(out)
+}
+
+/// The target's world-space triangles and their BVH.
+fn target_tier(plan: &Plan, placed: &Placed) -> Tier {
+    let posture_mesh = &plan.meshes[placed.posture as usize];
+    let tris: Vec<GpuTriangle> = posture_mesh
+        .triangles
+        .iter()
+        .enumerate()
+        .map(|(k, t)| {
+            let [a, b, c] = t.map(|v| {
+                placed
+                    .model
+                    .transform_point3(posture_mesh.positions[v as usize])
+            });
+            GpuTriangle::new(a, b, c, k as u32, 0, 1)
+        })
+        .collect();
+    Bvh::build(&tris).into_tier(tris)
+}
+
+/// Stencil classification and brightness of every pixel of box `b`, reduced.
+fn reduce_box(
+    view: &View,
+    b: &PixelBox,
+    scene_hits: &[HitRecord],
+    target: &Tier,
+    albedo: &[f32],
+    params: &IntervisParams,
+) -> Sums {
+    let width = (b.x1 - b.x0) as usize;
+    scene_hits
+        .chunks(width)
+        .enumerate()
+        .map(|(row, hits)| {
+            let j = b.y0 + row as u32;
+            let mut sums = Sums::default();
+            for (k, s) in hits.iter().enumerate() {
+                let i = b.x0 + k as u32;
+                let (o, d) = view.pixel_ray(i, j);
+                let mut t = HitRecord::MISS;
+                closest(target, &RayPrep::new(o, d), f32::INFINITY, 1, &mut t);
+                let scene_hit = s.triangle != NO_HIT;
+                let target_hit = t.triangle != NO_HIT;
+                // The stencil: the target passes GreaterEqual on reversed depth, i.e. it is
+                // exposed where it is at least as near as the scene.
+                if target_hit && (!scene_hit || t.t <= s.t) {
+                    sums.exposed += 1;
+                    sums.target_brightness +=
+                        f64::from(shade(params.target_albedo, t.normal.into(), params));
+                    sums.solid_angle +=
+                        f64::from(pixel_solid_angle(i, j, view.focal, view.resolution));
+                } else {
+                    if target_hit {
+                        sums.occluded += 1;
+                    }
+                    sums.background += 1;
+                    sums.background_brightness += f64::from(if scene_hit {
+                        shade(albedo[s.material as usize], s.normal.into(), params)
+                    } else {
+                        params.sky
+                    });
+                }
+            }
+            sums
+        })
+        .fold(Sums::default(), Sums::combine)
+}

@@ -1,0 +1,580 @@
+//! The intervis measurement of seed 003 (Darken, McCue, Guerrero, "Visibility
+//! Precomputation"): render an observer's view, draw the target with the stencil operations of
+//! the paper, and reduce its padded bounding box to exposed, occluded and background pixels
+//! and their brightness.
+//!
+//! For each ordered pair (observer eye, target feet, posture):
+//!
+//! 1. **Views.** Pairs are grouped by observer. Each group is covered by square views of
+//!    `fov_degrees` and `resolution` ([`IntervisParams`]): a view looks from the eye at the
+//!    centre of the first unplaced target's bounds (so that target is centred), and every
+//!    later target of the same observer whose padded box fits entirely inside it joins it.
+//!    The scene is rendered once per view (seed 003: once per observer and sector), the
+//!    targets are harvested from it. A target's pixel count therefore depends a little on
+//!    where in the view it lands (a pinhole view stretches off-axis targets by up to
+//!    `1 / cos^3` of the off-axis angle); [`IntervisRecord::solid_angle`] does not.
+//! 2. **Target.** [`humanoid`] in the pair's posture, `target_height` tall, feet at the
+//!    target point, turned to face the observer (prone: lying along the line toward the
+//!    observer, head first).
+//! 3. **Pixels.** Pixel `(i, j)` (column, row from the top) of a view is the ray from the eye
+//!    through its centre. Along it: the nearest scene triangle that blocks sight
+//!    ([`Mask::SIGHT`](crate::Mask::SIGHT)) and the nearest target triangle. The stencil
+//!    value of seed 003 (clear 0; each target fragment: 127 where it passes the depth test,
+//!    +1 where it fails) is `>= 127` where the target is nearer than (or as near as) the
+//!    scene: *exposed*; `1..=126` where only the scene is nearer: *occluded*; 0 where the ray
+//!    misses the target: plain *background*. Surfaces nearer than [`NEAR`] are not drawn.
+//! 4. **Shading.** A pixel's grey level is `albedo * (ambient + (1 - ambient) * max(0, n .
+//!    sun))` of the surface it shows (`n`: the triangle's geometric normal turned toward the
+//!    eye; the target's albedo is `target_albedo`, the scene's its material's), or `sky` where
+//!    nothing is hit. Brightness is that grey level (linear luminance; seed 003 sums
+//!    `r^2 + g^2 + b^2` of an RGB image, which for grey is `3 c^2`: we keep luminance so that
+//!    `C` is the Weber contrast the detection model expects).
+//! 5. **Box and reduction** (seed 003, `GetBoundingBox`): the target's box is the range of
+//!    pixels whose centres lie within its projected bounds (the projection of its vertices;
+//!    the full view when it crosses the near plane), padded by `padding / 2` of its size on
+//!    each side (rounded up, clamped to the view). Over the box: `n_t` = exposed pixels, `n_o`
+//!    = occluded, `n_b` = pixels with stencil `< 127` (seed 003's definition: background
+//!    includes the occluded target pixels, which show the occluder), `B_t` the mean
+//!    brightness of exposed pixels, `B_b` the mean of the `n_b` others, `C = |B_t - B_b| /
+//!    B_b`, `O = n_o / (n_t + n_o)`, and the exposed solid angle: the sum over exposed pixels
+//!    of `f / (f^2 + x^2 + y^2)^(3/2)` steradians (`f` the focal length in pixels, `x, y`
+//!    the pixel centre's offset from the view centre). See [`IntervisRecord`] for the
+//!    degenerate cases.
+//!
+//! - GPU ([`measure`] on a GPU engine, `gpu.rs`, `shaders/intervis_render.wgsl`,
+//!   `shaders/intervis_reduce.wgsl`): a render pass per view writes the scene's brightness
+//!   and depth; per target a render pass restores that depth inside the target's box into a
+//!   Depth24PlusStencil8 layer and draws the target with the stencil operations above; one
+//!   compute workgroup per target reduces its box. Only the 48-byte records come back.
+//! - CPU twin ([`measure_ray_cast`], `cpu.rs`): the same views, boxes and shading by casting
+//!   every pixel centre of every box: the scene through [`Engine::closest_hit`], the target
+//!   through its own small BVH with the watertight test of `trace::cpu`.
+
+mod cpu;
+mod gpu;
+mod humanoid;
+
+pub use humanoid::humanoid;
+
+use super::IntervisRecord;
+use crate::cover::Posture;
+use crate::scene::{Mesh, Scene};
+use crate::{Engine, Error, Result};
+use glam::{Affine3A, Mat4, Quat, Vec2, Vec3, Vec4};
+
+/// Near plane of every view (metres): surfaces closer to the eye are not drawn.
+pub const NEAR: f32 = 0.05;
+
+/// Measurement settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IntervisParams {
+    /// Field of view of one (square) view, degrees, horizontal and vertical. Default 60: a
+    /// pixel spans `fov / resolution` = 0.117 degrees (about 3.5 arc minutes, near the eye's
+    /// detection acuity for small targets), a 1.8 m target 60 m away is 15 px tall.
+    pub fov_degrees: f32,
+    /// Side of a view in pixels. Default 512. Pixel counts scale with
+    /// `(resolution / fov)^2`; the solid angle does not.
+    pub resolution: u32,
+    /// Direction toward the sun (need not be unit length). Default `(0.3, 0.8, 0.5)`:
+    /// mid-morning, from the south-east-ish, 55 degrees high.
+    pub sun: Vec3,
+    /// Share of light that is ambient, 0..1. Default 0.35. With 1 every surface shows its
+    /// albedo exactly (flat lighting).
+    pub ambient: f32,
+    /// Albedo of the target. Default 0.3 (olive drab cloth).
+    pub target_albedo: f32,
+    /// Brightness where a pixel sees nothing (sky). Default 0.8.
+    pub sky: f32,
+    /// Box padding as a fraction of the target's box size, split over both sides. Default
+    /// 0.1 (seed 003: "a 10 % padded bounding box").
+    pub padding: f32,
+    /// Standing height of the humanoid target, metres. Default 1.8.
+    pub target_height: f32,
+}
+
+impl IntervisParams {
+    /// The defaults (see each field).
+    #[must_use]
+    pub const fn standard() -> IntervisParams {
+        IntervisParams {
+            fov_degrees: 60.0,
+            resolution: 512,
+            sun: Vec3::new(0.3, 0.8, 0.5),
+            ambient: 0.35,
+            target_albedo: 0.3,
+            sky: 0.8,
+            padding: 0.1,
+            target_height: 1.8,
+        }
+    }
+
+    /// Focal length in pixels.
+    fn focal(&self) -> f32 {
+        self.resolution as f32 * 0.5 / (self.fov_degrees.to_radians() * 0.5).tan()
+    }
+}
+
+impl Default for IntervisParams {
+    fn default() -> Self {
+        Self::standard()
+    }
+}
+
+/// One ordered pair: an observer's eye looking for a target standing (or crouching, or lying)
+/// at `target`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IntervisPair {
+    /// The observer's eye (metres).
+    pub observer: Vec3,
+    /// The target's feet (metres).
+    pub target: Vec3,
+    pub posture: Posture,
+}
+
+/// Largest number of pairs one call accepts.
+pub const MAX_PAIRS: usize = 1 << 24;
+
+/// Intervis records of `pairs`, in order: on the GPU when the engine has one (render and
+/// stencil passes reduced by a compute pass, see the module docs), else the CPU twin
+/// [`measure_ray_cast`]. The scene geometry is uploaded once per call.
+pub fn measure(
+    engine: &Engine,
+    scene: &Scene,
+    pairs: &[IntervisPair],
+    params: &IntervisParams,
+) -> Result<Vec<IntervisRecord>> {
+    match engine.gpu() {
+        Some(tracer) => {
+            validate(pairs, params)?;
+            let plan = Plan::new(pairs, params);
+            gpu::measure(tracer, scene, &plan, params)
+        }
+        None => measure_ray_cast(engine, scene, pairs, params),
+    }
+}
+
+/// The CPU twin of [`measure`]: the same views, target meshes, boxes and shading, every box
+/// pixel ray cast (scene hits through `engine`, so a GPU engine traces the scene rays on the
+/// GPU; the target through a BVH of its mesh on the CPU).
+pub fn measure_ray_cast(
+    engine: &Engine,
+    scene: &Scene,
+    pairs: &[IntervisPair],
+    params: &IntervisParams,
+) -> Result<Vec<IntervisRecord>> {
+    validate(pairs, params)?;
+    let plan = Plan::new(pairs, params);
+    cpu::measure(engine, scene, &plan, params)
+}
+
+fn validate(pairs: &[IntervisPair], p: &IntervisParams) -> Result<()> {
+    let bad = |m: String| Err(Error::InvalidInput(m));
+    if pairs.len() > MAX_PAIRS {
+        return bad(format!(
+            "{} pairs in one call, over the limit of {MAX_PAIRS}; split the batch",
+            pairs.len()
+        ));
+    }
+    if let Some((i, q)) = pairs
+        .iter()
+        .enumerate()
+        .find(|(_, q)| !q.observer.is_finite() || !q.target.is_finite())
+    {
+        return bad(format!(
+            "pair {i} (observer {}, target {}) is not finite; pass X,Y,Z in metres",
+            q.observer, q.target
+        ));
+    }
+    if !(p.fov_degrees.is_finite() && p.fov_degrees > 0.0 && p.fov_degrees < 179.0) {
+        return bad(format!(
+            "fov_degrees {} must be in (0, 179) degrees (default 60)",
+            p.fov_degrees
+        ));
+    }
+    if p.resolution == 0 || p.resolution > 16384 {
+        return bad(format!(
+            "resolution {} must be 1..=16384 pixels (default 512)",
+            p.resolution
+        ));
+    }
+    if !(p.sun.is_finite() && p.sun.length_squared() > 0.0) {
+        return bad(format!(
+            "sun direction {} must be finite and non-zero",
+            p.sun
+        ));
+    }
+    let unit = |x: f32| (0.0..=1.0).contains(&x);
+    if !(unit(p.ambient) && unit(p.target_albedo) && p.sky.is_finite() && p.sky >= 0.0) {
+        return bad(format!(
+            "ambient {} and target_albedo {} must be in 0..1, sky {} finite and >= 0",
+            p.ambient, p.target_albedo, p.sky
+        ));
+    }
+    if !(p.padding.is_finite() && p.padding >= 0.0) {
+        return bad(format!(
+            "padding {} must be a finite fraction >= 0 (default 0.1)",
+            p.padding
+        ));
+    }
+    if !(p.target_height.is_finite() && p.target_height > 0.0) {
+        return bad(format!(
+            "target_height {} must be a positive number of metres (default 1.8)",
+            p.target_height
+        ));
+    }
+    Ok(())
+}
+
+/// Grey level of a surface of `albedo` with normal `n` (facing the eye), under `params`'
+/// light. The reduction shader's `shade` is the same expression.
+#[must_use]
+pub fn shade(albedo: f32, n: Vec3, params: &IntervisParams) -> f32 {
+    let sun = params.sun.normalize();
+    albedo * (params.ambient + (1.0 - params.ambient) * n.dot(sun).max(0.0))
+}
+
+/// A pinhole view: square, `resolution` pixels, looking along `forward`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct View {
+    pub eye: Vec3,
+    pub forward: Vec3,
+    pub right: Vec3,
+    pub up: Vec3,
+    /// Focal length in pixels.
+    pub focal: f32,
+    pub resolution: u32,
+}
+
+impl View {
+    fn looking_at(eye: Vec3, at: Vec3, params: &IntervisParams) -> View {
+        let forward = (at - eye).normalize_or(Vec3::NEG_Z);
+        let hint = if forward.y.abs() > 0.999 {
+            Vec3::NEG_Z
+        } else {
+            Vec3::Y
+        };
+        let right = forward.cross(hint).normalize();
+        let up = right.cross(forward);
+        View {
+            eye,
+            forward,
+            right,
+            up,
+            focal: params.focal(),
+            resolution: params.resolution,
+        }
+    }
+
+    /// Pixel coordinates (x right, y down, pixel `(i, j)` spans `i..i+1, j..j+1`) of `p`, or
+    /// `None` when `p` is nearer than the near plane.
+    fn project(&self, p: Vec3) -> Option<Vec2> {
+        let d = p - self.eye;
+        let z = d.dot(self.forward);
+        if z < NEAR {
+            return None;
+        }
+        let c = self.resolution as f32 * 0.5;
+        Some(Vec2::new(
+            c + self.focal * d.dot(self.right) / z,
+            c - self.focal * d.dot(self.up) / z,
+        ))
+    }
+
+    /// The ray through pixel `(i, j)`'s centre: origin on the near plane, direction with unit
+    /// component along `forward` (so `t` is view depth minus `NEAR`).
+    pub fn pixel_ray(&self, i: u32, j: u32) -> (Vec3, Vec3) {
+        let c = self.resolution as f32 * 0.5;
+        let a = (i as f32 + 0.5 - c) / self.focal;
+        let b = (j as f32 + 0.5 - c) / self.focal;
+        let dir = self.forward + self.right * a - self.up * b;
+        (self.eye + dir * NEAR, dir)
+    }
+
+    /// Projection times view (wgpu clip space, reversed infinite Z: depth `NEAR / z`).
+    pub fn view_proj(&self) -> Mat4 {
+        let (r, u, f, e) = (self.right, self.up, self.forward, self.eye);
+        let view = Mat4::from_cols(
+            Vec4::new(r.x, u.x, -f.x, 0.0),
+            Vec4::new(r.y, u.y, -f.y, 0.0),
+            Vec4::new(r.z, u.z, -f.z, 0.0),
+            Vec4::new(-r.dot(e), -u.dot(e), f.dot(e), 1.0),
+        );
+        let s = 2.0 * self.focal / self.resolution as f32;
+        let proj = Mat4::from_cols(
+            Vec4::new(s, 0.0, 0.0, 0.0),
+            Vec4::new(0.0, s, 0.0, 0.0),
+            Vec4::new(0.0, 0.0, 0.0, -1.0),
+            Vec4::new(0.0, 0.0, NEAR, 0.0),
+        );
+        proj * view
+    }
+}
+
+/// Pixel box `[x0, x1) x [y0, y1)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PixelBox {
+    pub x0: u32,
+    pub y0: u32,
+    pub x1: u32,
+    pub y1: u32,
+}
+
+impl PixelBox {
+    pub fn pixels(&self) -> u32 {
+        (self.x1 - self.x0) * (self.y1 - self.y0)
+    }
+}
+
+/// One pair placed in a view.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Placed {
+    /// Index into the caller's pairs.
+    pub pair: usize,
+    pub posture: Posture,
+    /// The target's local-to-world transform (feet, turned to face the observer).
+    pub model: Affine3A,
+    /// The padded box; `None` when no pixel centre falls on the target's bounds.
+    pub bbox: Option<PixelBox>,
+}
+
+/// The views of one call and the targets each harvests.
+pub(crate) struct Plan {
+    /// Target meshes per posture (index `Posture as usize`).
+    pub meshes: [Mesh; 3],
+    pub views: Vec<(View, Vec<Placed>)>,
+}
+
+impl Plan {
+    fn new(pairs: &[IntervisPair], params: &IntervisParams) -> Plan {
+        let meshes = Posture::ALL.map(|p| humanoid(p, params.target_height));
+        // Local bounds corners per posture, for the cheap "fits in this view" test.
+        let corners = meshes.each_ref().map(|m| {
+            let (lo, hi) = m
+                .positions
+                .iter()
+                .fold((Vec3::INFINITY, Vec3::NEG_INFINITY), |(l, h), &p| {
+                    (l.min(p), h.max(p))
+                });
+            [0, 1, 2, 3, 4, 5, 6, 7].map(|i: u32| {
+                Vec3::new(
+                    if i & 1 == 1 { hi.x } else { lo.x },
+                    if i & 2 == 2 { hi.y } else { lo.y },
+                    if i & 4 == 4 { hi.z } else { lo.z },
+                )
+            })
+        });
+        // Pairs grouped by observer (bit-exact eyes), in order of first appearance.
+        let mut groups: Vec<(Vec3, Vec<usize>)> = Vec::new();
+        let mut index = std::collections::HashMap::new();
+        for (i, q) in pairs.iter().enumerate() {
+            let key = q.observer.to_array().map(f32::to_bits);
+            let g = *index.entry(key).or_insert_with(|| {
+                groups.push((q.observer, Vec::new()));
+                groups.len() - 1
+            });
+            groups[g].1.push(i);
+        }
+        let mut views = Vec::new();
+        for (eye, members) in groups {
+            let models: Vec<Affine3A> = members
+                .iter()
+                .map(|&i| target_transform(&pairs[i]))
+                .collect();
+            let mut placed = vec![false; members.len()];
+            for first in 0..members.len() {
+                if placed[first] {
+                    continue;
+                }
+                let p = &pairs[members[first]];
+                let mesh = &meshes[p.posture as usize];
+                let centre = world_centre(&corners[p.posture as usize], &models[first]);
+                let view = View::looking_at(eye, centre, params);
+                let mut harvested = Vec::new();
+                for k in first..members.len() {
+                    if placed[k] {
+                        continue;
+                    }
+                    let q = &pairs[members[k]];
+                    if k != first && !fits(&view, &corners[q.posture as usize], &models[k], params)
+                    {
+                        continue;
+                    }
+                    placed[k] = true;
+                    let mesh_k = if k == first {
+                        mesh
+                    } else {
+                        &meshes[q.posture as usize]
+                    };
+                    harvested.push(Placed {
+                        pair: members[k],
+                        posture: q.posture,
+                        model: models[k],
+                        bbox: target_box(&view, mesh_k, &models[k], params),
+                    });
+                }
+                views.push((view, harvested));
+            }
+        }
+        Plan { meshes, views }
+    }
+}
+
+/// Feet at the target point, local +Z turned toward the observer (about +Y).
+fn target_transform(q: &IntervisPair) -> Affine3A {
+    let d = q.observer - q.target;
+    let yaw = if d.x * d.x + d.z * d.z > 1e-12 {
+        d.x.atan2(d.z)
+    } else {
+        0.0
+    };
+    Affine3A::from_rotation_translation(Quat::from_rotation_y(yaw), q.target)
+}
+
+fn world_centre(corners: &[Vec3; 8], model: &Affine3A) -> Vec3 {
+    let (lo, hi) = corners
+        .iter()
+        .map(|&c| model.transform_point3(c))
+        .fold((Vec3::INFINITY, Vec3::NEG_INFINITY), |(l, h), p| {
+            (l.min(p), h.max(p))
+        });
+    (lo + hi) * 0.5
+}
+
+/// Whether the padded box of a target with these local bounds corners lies inside `view`
+/// without clamping (the bounds' corners enclose the mesh, so the mesh's box does too).
+fn fits(view: &View, corners: &[Vec3; 8], model: &Affine3A, params: &IntervisParams) -> bool {
+    let mut lo = Vec2::INFINITY;
+    let mut hi = Vec2::NEG_INFINITY;
+    for &c in corners {
+        match view.project(model.transform_point3(c)) {
+            Some(p) => {
+                lo = lo.min(p);
+                hi = hi.max(p);
+            }
+            None => return false,
+        }
+    }
+    let pad = (hi - lo + 1.0) * (params.padding * 0.5) + 1.0;
+    let r = view.resolution as f32;
+    lo.x - pad.x >= 0.0 && lo.y - pad.y >= 0.0 && hi.x + pad.x <= r && hi.y + pad.y <= r
+}
+
+/// The padded pixel box of the target (see the module docs, step 5).
+fn target_box(
+    view: &View,
+    mesh: &Mesh,
+    model: &Affine3A,
+    params: &IntervisParams,
+) -> Option<PixelBox> {
+    let res = view.resolution;
+    let mut lo = Vec2::INFINITY;
+    let mut hi = Vec2::NEG_INFINITY;
+    for &v in &mesh.positions {
+        match view.project(model.transform_point3(v)) {
+            Some(p) => {
+                lo = lo.min(p);
+                hi = hi.max(p);
+            }
+            None => {
+                // Crosses the near plane: the whole view.
+                return Some(PixelBox {
+                    x0: 0,
+                    y0: 0,
+                    x1: res,
+                    y1: res,
+                });
+            }
+        }
+    }
+    // Pixels whose centres lie in [lo, hi]: i with lo <= i + 0.5 <= hi.
+    let first = (lo - 0.5).ceil();
+    let last = (hi - 0.5).floor();
+    if first.x > last.x || first.y > last.y || last.x < 0.0 || last.y < 0.0 {
+        return None;
+    }
+    let r = res as f32;
+    if first.x >= r || first.y >= r {
+        return None;
+    }
+    let size = last - first + 1.0;
+    let pad = (size * (params.padding * 0.5)).ceil();
+    let a = (first - pad).max(Vec2::ZERO);
+    let b = (last + pad + 1.0).min(Vec2::splat(r));
+    Some(PixelBox {
+        x0: a.x as u32,
+        y0: a.y as u32,
+        x1: b.x as u32,
+        y1: b.y as u32,
+    })
+}
+
+/// The reduction's running sums; [`Sums::combine`] is associative with identity
+/// `Sums::default()`, the WGSL reduction combines the same fields.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Sums {
+    pub exposed: u32,
+    pub occluded: u32,
+    pub background: u32,
+    pub target_brightness: f64,
+    pub background_brightness: f64,
+    pub solid_angle: f64,
+}
+
+impl Sums {
+    pub fn combine(self, o: Sums) -> Sums {
+        Sums {
+            exposed: self.exposed + o.exposed,
+            occluded: self.occluded + o.occluded,
+            background: self.background + o.background,
+            target_brightness: self.target_brightness + o.target_brightness,
+            background_brightness: self.background_brightness + o.background_brightness,
+            solid_angle: self.solid_angle + o.solid_angle,
+        }
+    }
+
+    /// The record (mirrors `finish` in `shaders/intervis_reduce.wgsl`).
+    pub fn finish(self, box_pixels: u32) -> IntervisRecord {
+        let bt = if self.exposed > 0 {
+            (self.target_brightness / f64::from(self.exposed)) as f32
+        } else {
+            0.0
+        };
+        let bb = if self.background > 0 {
+            (self.background_brightness / f64::from(self.background)) as f32
+        } else {
+            0.0
+        };
+        let contrast = if self.exposed > 0 && bb > 0.0 {
+            (bt - bb).abs() / bb
+        } else {
+            0.0
+        };
+        let seen = self.exposed + self.occluded;
+        let occlusion = if seen > 0 {
+            self.occluded as f32 / seen as f32
+        } else {
+            1.0
+        };
+        IntervisRecord {
+            exposed: self.exposed,
+            occluded: self.occluded,
+            background: self.background,
+            box_pixels,
+            target_brightness: bt,
+            background_brightness: bb,
+            contrast,
+            occlusion,
+            solid_angle: self.solid_angle as f32,
+            _pad: [0; 3],
+        }
+    }
+}
+
+/// Solid angle (sr) of pixel `(i, j)` of a view with focal length `focal` pixels.
+pub(crate) fn pixel_solid_angle(i: u32, j: u32, focal: f32, resolution: u32) -> f32 {
+    let c = resolution as f32 * 0.5;
+    let x = i as f32 + 0.5 - c;
+    let y = j as f32 + 0.5 - c;
+    let r2 = focal * focal + x * x + y * y;
+    focal / (r2 * r2.sqrt())
+}

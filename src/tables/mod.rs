@@ -1,0 +1,325 @@
+//! Precomputed waypoint tables (issue 4; seed 003 Tables 2-3, seed 002 "CPU Load, Lookup
+//! Tables, and Memory Consumption"): line of sight between every pair of waypoints, and the
+//! intervis record of every ordered pair, computed offline and looked up in-game.
+//!
+//! - [`waypoints`]: waypoints sampled on walkable ground ([`sample_waypoints`]) or read from a
+//!   CSV/JSON file ([`read_waypoints`]).
+//! - [`los`]: [`LosTable`], one bit per unordered pair plus flattened "sees" lists, traced in
+//!   bounded chunks through [`Engine::occluded`] ([`compute_los`]).
+//! - [`intervis`]: [`IntervisTable`], records of ordered pairs where something is exposed, from
+//!   a caller-supplied measurement ([`MeasureFn`]).
+//! - [`file`](mod@file): the `.slt` file ([`TableFile::write_to`], [`TableFile::read_from`]), byte
+//!   offsets in its docs.
+//!
+//! Scale-out: [`precompute`] with `shard = Some((K, N))` computes the observer rows
+//! `i % N == K` only; [`merge`] joins the `N` shard files into a file byte-identical to a single
+//! run. `deploy/` runs the shards as a Kubernetes Indexed Job or a Slurm array.
+
+mod bits;
+pub mod file;
+pub mod intervis;
+pub mod los;
+pub mod waypoints;
+
+pub use file::{FORMAT_VERSION, MAGIC};
+pub use intervis::{compute_intervis, intervis_measure, IntervisTable, MeasureFn, MEASURE_BATCH};
+pub use los::{compute_los, compute_los_shard, LosParams, LosTable};
+pub use waypoints::{
+    parse_waypoints_csv, parse_waypoints_json, read_waypoints, sample_waypoints, waypoint_digest,
+};
+
+use crate::scene::Mask;
+use crate::{Engine, Error, Result, Scene};
+use glam::Vec3;
+
+/// What a table was computed with (stored in the file header).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableMeta {
+    /// The scene's name (for `inspect`; not checked against anything).
+    pub scene: String,
+    /// Eye height above each waypoint (m).
+    pub eye_height: f32,
+    /// Pairs farther apart are not visible and not measured; `None` for unlimited.
+    pub range: Option<f32>,
+    /// Grid spacing the waypoints were sampled at; `None` when they came from a file.
+    pub spacing: Option<f32>,
+    /// Steepest standable ground for sampling (radians).
+    pub max_slope: f32,
+    /// What blocks sight.
+    pub mask: Mask,
+}
+
+/// A table as stored in a `.slt` file: parameters, waypoints, line of sight, and intervis if
+/// it was computed. A shard file holds only its rows (see [`LosTable`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableFile {
+    pub meta: TableMeta,
+    pub waypoints: Vec<Vec3>,
+    pub los: LosTable,
+    pub intervis: Option<IntervisTable>,
+}
+
+/// Parameters of [`precompute`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrecomputeParams {
+    /// Waypoint grid spacing (m) when sampling.
+    pub spacing: f32,
+    /// Steepest standable ground (radians) when sampling.
+    pub max_slope: f32,
+    /// Waypoints to use instead of sampling (from [`read_waypoints`]).
+    pub waypoints: Option<Vec<Vec3>>,
+    /// Eye height, sight mask, chunk size.
+    pub los: LosParams,
+    /// Pairs farther apart (m) are not visible and not measured; `None` for unlimited.
+    pub range: Option<f32>,
+}
+
+impl Default for PrecomputeParams {
+    /// Seed 003's setup: 2 m spacing, 45 degree slopes, 1.7 m eyes, unlimited range.
+    fn default() -> Self {
+        PrecomputeParams {
+            spacing: 2.0,
+            max_slope: std::f32::consts::FRAC_PI_4,
+            waypoints: None,
+            los: LosParams::standing(),
+            range: None,
+        }
+    }
+}
+
+/// The stage [`precompute`] reports progress for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    Waypoints,
+    LineOfSight,
+    Intervis,
+}
+
+/// Waypoints (sampled, or `params.waypoints`), line of sight, and intervis when `measure` is
+/// given, for every row or for shard `(K, N)`'s rows. `progress(stage, done, total)`.
+///
+/// Shards sample their own waypoints; run every shard on the same backend so the samples
+/// agree bit for bit ([`merge`] refuses shards whose waypoints differ).
+pub fn precompute(
+    engine: &Engine,
+    scene: &Scene,
+    scene_name: &str,
+    params: &PrecomputeParams,
+    shard: Option<(u32, u32)>,
+    measure: Option<&mut MeasureFn<'_>>,
+    mut progress: impl FnMut(Stage, u64, u64),
+) -> Result<TableFile> {
+    let shard = shard.unwrap_or((0, 1));
+    check_shard(shard)?;
+    progress(Stage::Waypoints, 0, 1);
+    let waypoints = match &params.waypoints {
+        Some(w) => w.clone(),
+        None => sample_waypoints(engine, scene, params.spacing, params.max_slope)?,
+    };
+    progress(Stage::Waypoints, 1, 1);
+    let los = compute_los_shard(
+        engine,
+        scene,
+        &waypoints,
+        &params.los,
+        params.range,
+        shard,
+        |d, t| progress(Stage::LineOfSight, d, t),
+    )?;
+    let intervis = match measure {
+        Some(m) => Some(compute_intervis(
+            &waypoints,
+            params.range,
+            shard,
+            m,
+            |d, t| progress(Stage::Intervis, d, t),
+        )?),
+        None => None,
+    };
+    Ok(TableFile {
+        meta: TableMeta {
+            scene: scene_name.to_string(),
+            eye_height: params.los.eye_height,
+            range: params.range,
+            spacing: params.waypoints.is_none().then_some(params.spacing),
+            max_slope: params.max_slope,
+            mask: params.los.mask,
+        },
+        waypoints,
+        los,
+        intervis,
+    })
+}
+
+/// Joins the `N` shard tables of one run (any order) into the complete table: its bytes equal
+/// a single unsharded run's. Fails when shards are missing or repeated, or disagree on
+/// waypoints or parameters. A complete table is returned as is.
+pub fn merge(shards: &[TableFile]) -> Result<TableFile> {
+    let first = shards
+        .first()
+        .ok_or_else(|| Error::InvalidInput("merge needs at least one shard".into()))?;
+    let count = first.los.shard().1;
+    if count == 1 && shards.len() == 1 {
+        return Ok(first.clone());
+    }
+    let mut by_k: Vec<Option<&TableFile>> = vec![None; count as usize];
+    for (idx, s) in shards.iter().enumerate() {
+        let (k, m) = s.los.shard();
+        if m != count {
+            return Err(Error::InvalidInput(format!(
+                "shard {idx} is {k}/{m} but shard 0 is one of {count}: merge shards of one run"
+            )));
+        }
+        if s.meta != first.meta || s.waypoints != first.waypoints {
+            return Err(Error::InvalidInput(format!(
+                "shard {idx} ({k}/{m}) has other parameters or waypoints than shard 0 (scene, \
+                 spacing, eye height, range, or a different backend's sampling); recompute it"
+            )));
+        }
+        if s.intervis.is_some() != first.intervis.is_some() {
+            return Err(Error::InvalidInput(format!(
+                "shard {idx} ({k}/{m}) and shard 0 disagree on whether intervis was computed"
+            )));
+        }
+        if by_k[k as usize].replace(s).is_some() {
+            return Err(Error::InvalidInput(format!("shard {k}/{m} is given twice")));
+        }
+    }
+    if let Some(k) = by_k.iter().position(Option::is_none) {
+        return Err(Error::InvalidInput(format!(
+            "shard {k}/{count} is missing: merge needs all {count} shards"
+        )));
+    }
+    let parts: Vec<&TableFile> = by_k.into_iter().flatten().collect();
+    let n = first.los.n();
+    let mut los = LosTable::empty(n, (0, 1));
+    let mut bits = std::mem::take(los.bits_mut());
+    for i in 0..n {
+        let src = &parts[(i % count) as usize].los;
+        let ((from, len), (to, _)) = (src.row_bits(i), los.row_bits(i));
+        let mut d = 0;
+        while d < len {
+            let take = (len - d).min(64) as u32;
+            let v = los::read_bits(src.bits(), from + d, take);
+            los::or_bits(&mut bits, to + d, take, v);
+            d += u64::from(take);
+        }
+    }
+    *los.bits_mut() = bits;
+    los.build_sees();
+    let intervis = first.intervis.as_ref().map(|_| {
+        IntervisTable::merge(
+            &parts
+                .iter()
+                .filter_map(|p| p.intervis.as_ref())
+                .collect::<Vec<_>>(),
+        )
+    });
+    Ok(TableFile {
+        meta: first.meta.clone(),
+        waypoints: first.waypoints.clone(),
+        los,
+        intervis,
+    })
+}
+
+/// Parses `"K/N"` (as `--shard` takes it) into `(K, N)`.
+pub fn parse_shard(text: &str) -> Result<(u32, u32)> {
+    let bad = || {
+        Error::InvalidInput(format!(
+            "bad shard `{text}`: expected K/N with 0 <= K < N, e.g. 0/4"
+        ))
+    };
+    let (k, n) = text.split_once('/').ok_or_else(bad)?;
+    let shard = (
+        k.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    check_shard(shard).map_err(|_| bad())?;
+    Ok(shard)
+}
+
+pub(crate) fn check_shard((k, n): (u32, u32)) -> Result<()> {
+    if n == 0 || k >= n {
+        return Err(Error::InvalidInput(format!(
+            "shard {k}/{n}: need 0 <= K < N (K/N, e.g. 0/4)"
+        )));
+    }
+    Ok(())
+}
+
+impl TableFile {
+    /// A human-readable description (for `sightline inspect`).
+    #[must_use]
+    pub fn summary(&self) -> String {
+        let m = &self.meta;
+        let n = self.waypoints.len() as u64;
+        let mb = |b: u64| b as f64 / 1e6;
+        let (k, shards) = self.los.shard();
+        let pairs = self.los.bit_count();
+        let vis = self.los.visible_pairs();
+        let mut s = format!("sightline table, format version {FORMAT_VERSION}\n");
+        s += &format!(
+            "scene: {}\n",
+            if m.scene.is_empty() {
+                "(unnamed)"
+            } else {
+                &m.scene
+            }
+        );
+        s += &format!(
+            "waypoints: {n} ({}), digest {:016x}\n",
+            match m.spacing {
+                Some(sp) => format!(
+                    "sampled at {sp} m, max slope {:.1} deg",
+                    m.max_slope.to_degrees()
+                ),
+                None => "from a file".into(),
+            },
+            waypoint_digest(&self.waypoints)
+        );
+        s += &format!(
+            "eye height: {} m, range: {}, mask bits: {}\n",
+            m.eye_height,
+            m.range.map_or("unlimited".into(), |r| format!("{r} m")),
+            m.mask.bits()
+        );
+        s += &if shards == 1 {
+            "shard: complete table\n".to_string()
+        } else {
+            format!(
+                "shard: {k}/{shards} (rows i % {shards} == {k}); merge with `sightline merge`\n"
+            )
+        };
+        let pct = if pairs == 0 {
+            0.0
+        } else {
+            100.0 * vis as f64 / pairs as f64
+        };
+        s += &format!(
+            "line of sight: {pairs} pairs, {vis} visible ({pct:.1} %), bits {:.3} MB\n",
+            mb(pairs.div_ceil(8))
+        );
+        if self.los.is_complete() {
+            let (o, l) = self.los.sees_flat();
+            let mean = if n == 0 {
+                0.0
+            } else {
+                l.len() as f64 / n as f64
+            };
+            s += &format!(
+                "sees lists: {:.3} MB, mean {mean:.1} waypoints seen\n",
+                mb(8 * o.len() as u64 + 4 * l.len() as u64)
+            );
+        }
+        s += &match &self.intervis {
+            Some(t) => format!(
+                "intervis: {} records with something exposed, {:.3} MB\n",
+                t.len(),
+                mb((file::ENTRY_BYTES * t.len()) as u64)
+            ),
+            None => "intervis: not computed\n".into(),
+        };
+        s
+    }
+}

@@ -1,0 +1,515 @@
+//! Intervis (seed 003): the GPU stencil passes against the CPU ray-casting twin on seeded
+//! random pairs in `urban`, exact properties on both paths (fully visible, hidden, a wall over
+//! the lower half, known albedos), scaling with resolution and field of view, the humanoid
+//! target, and bad input.
+
+#[path = "common/gpu.rs"]
+mod gpu;
+
+use glam::{Vec2, Vec3};
+use sightline::cover::Posture;
+use sightline::intervis::measure::{
+    humanoid, measure, measure_ray_cast, IntervisPair, IntervisParams,
+};
+use sightline::intervis::IntervisRecord;
+use sightline::scene::procedural;
+use sightline::trace::{Ray, SplitMix64};
+use sightline::{Engine, Error, Mask, Material, MaterialFlags, Mesh, Scene};
+use std::collections::HashMap;
+use std::time::Instant;
+
+const H: f32 = 1.8;
+
+/// Records from the CPU engine, and from the GPU engine when there is one.
+fn both(
+    scene: &Scene,
+    pairs: &[IntervisPair],
+    params: &IntervisParams,
+) -> Vec<(&'static str, Vec<IntervisRecord>)> {
+    let mut out = vec![(
+        "cpu",
+        measure(&Engine::cpu(), scene, pairs, params).unwrap(),
+    )];
+    if let Some(g) = gpu::gpu_engine() {
+        out.push(("gpu", measure(&g, scene, pairs, params).unwrap()));
+    }
+    out
+}
+
+fn material(albedo: f32) -> Material {
+    Material::new("m", MaterialFlags::SOLID | MaterialFlags::WALKABLE, albedo)
+}
+
+/// A scene of axis-aligned quads facing the z axis (`(x0, x1, y0, y1, z)`) and an optional
+/// ground quad at y = 0, all of one albedo.
+fn scene_of(walls: &[(f32, f32, f32, f32, f32)], ground: bool, albedo: f32) -> Scene {
+    let mut m = Mesh::default();
+    for &(x0, x1, y0, y1, z) in walls {
+        m.push_quad(
+            Vec3::new(x0, y0, z),
+            Vec3::new(x1, y0, z),
+            Vec3::new(x1, y1, z),
+            Vec3::new(x0, y1, z),
+            0,
+        );
+    }
+    if ground {
+        m.push_quad(
+            Vec3::new(-100.0, 0.0, -100.0),
+            Vec3::new(-100.0, 0.0, 100.0),
+            Vec3::new(100.0, 0.0, 100.0),
+            Vec3::new(100.0, 0.0, -100.0),
+            0,
+        );
+    }
+    if m.triangles.is_empty() {
+        return Scene::new(vec![material(albedo)]);
+    }
+    Scene::from_mesh(m, vec![material(albedo)]).unwrap()
+}
+
+fn pair(observer: Vec3, target: Vec3, posture: Posture) -> IntervisPair {
+    IntervisPair {
+        observer,
+        target,
+        posture,
+    }
+}
+
+#[test]
+fn humanoid_is_a_closed_low_poly_body_scaled_to_its_height() {
+    for p in Posture::ALL {
+        let m = humanoid(p, H);
+        let n = m.triangle_count();
+        assert!((200..=500).contains(&n), "{p:?}: {n} triangles");
+        assert!(m.positions.iter().all(|v| v.is_finite()));
+        // Closed: every edge is shared by exactly two triangles.
+        let mut edges: HashMap<(u32, u32), u32> = HashMap::new();
+        for t in &m.triangles {
+            for k in 0..3 {
+                let (a, b) = (t[k], t[(k + 1) % 3]);
+                *edges.entry((a.min(b), a.max(b))).or_default() += 1;
+            }
+        }
+        assert!(edges.values().all(|&c| c == 2), "{p:?} is not closed");
+        // Deterministic.
+        assert_eq!(m, humanoid(p, H));
+    }
+    let top = |p, h| {
+        let m = humanoid(p, h);
+        let lo = m
+            .positions
+            .iter()
+            .map(|v| v.y)
+            .fold(f32::INFINITY, f32::min);
+        let hi = m
+            .positions
+            .iter()
+            .map(|v| v.y)
+            .fold(f32::NEG_INFINITY, f32::max);
+        (lo, hi)
+    };
+    assert_eq!(top(Posture::Standing, H), (0.0, H));
+    assert_eq!(top(Posture::Standing, 1.6), (0.0, 1.6));
+    let (_, crouch) = top(Posture::Crouching, H);
+    let (_, prone) = top(Posture::Prone, H);
+    assert!(
+        prone < 0.5 && crouch > 0.9 && crouch < 1.3,
+        "{prone} {crouch}"
+    );
+    // Heights scale every length.
+    let (a, b) = (humanoid(Posture::Prone, 1.0), humanoid(Posture::Prone, 2.0));
+    for (p, q) in a.positions.iter().zip(&b.positions) {
+        assert!((*p * 2.0 - *q).length() < 1e-5);
+    }
+}
+
+#[test]
+fn fully_visible_target_has_no_occlusion() {
+    let params = IntervisParams::default();
+    let pairs: Vec<IntervisPair> = Posture::ALL
+        .iter()
+        .map(|&p| pair(Vec3::new(0.0, 1.7, 0.0), Vec3::new(0.0, 0.0, 20.0), p))
+        .collect();
+    for ground in [false, true] {
+        let scene = scene_of(&[], ground, 0.35);
+        for (name, recs) in both(&scene, &pairs, &params) {
+            for r in &recs {
+                assert!(r.exposed > 20, "{name} ground {ground}: {r:?}");
+                assert_eq!(
+                    (r.occluded, r.occlusion),
+                    (0, 0.0),
+                    "{name} {ground}: {r:?}"
+                );
+                assert_eq!(r.exposed + r.background, r.box_pixels);
+                assert!(r.solid_angle > 0.0);
+            }
+        }
+    }
+}
+
+#[test]
+fn target_behind_a_wall_is_hidden() {
+    let params = IntervisParams::default();
+    let scene = scene_of(&[(-5.0, 5.0, -1.0, 4.0, 10.0)], true, 0.5);
+    let pairs: Vec<IntervisPair> = Posture::ALL
+        .iter()
+        .map(|&p| pair(Vec3::new(0.0, 1.7, 0.0), Vec3::new(0.5, 0.0, 20.0), p))
+        .collect();
+    for (name, recs) in both(&scene, &pairs, &params) {
+        for r in &recs {
+            assert_eq!(r.exposed, 0, "{name}: {r:?}");
+            assert!(r.occluded > 20, "{name}: {r:?}");
+            assert_eq!((r.occlusion, r.solid_angle, r.contrast), (1.0, 0.0, 0.0));
+        }
+    }
+}
+
+/// The eye at the target's mid-height (0.9 m) looks level at its centre, so mid-height projects
+/// onto the boundary between the view's two middle rows. A wall whose top edge is at that
+/// height hides exactly the target's rows below it; a wall from there up hides exactly the
+/// rows above. The two occluded counts partition the target's pixels, and each wall's exposed
+/// pixels are the other's occluded ones.
+#[test]
+fn wall_over_the_lower_half_hides_the_lower_rows() {
+    let params = IntervisParams::default();
+    let eye = Vec3::new(0.0, H / 2.0, 0.0);
+    let target = Vec3::new(0.0, 0.0, 20.0);
+    let pairs = [pair(eye, target, Posture::Standing)];
+    let free = both(&scene_of(&[], false, 0.5), &pairs, &params);
+    let lower = both(
+        &scene_of(&[(-10.0, 10.0, -5.0, H / 2.0, 10.0)], false, 0.5),
+        &pairs,
+        &params,
+    );
+    let upper = both(
+        &scene_of(&[(-10.0, 10.0, H / 2.0, 10.0, 10.0)], false, 0.5),
+        &pairs,
+        &params,
+    );
+    for k in 0..free.len() {
+        let (name, f) = (free[k].0, free[k].1[0]);
+        let (l, u) = (lower[k].1[0], upper[k].1[0]);
+        // One pixel row of the target is at most its box width (box pixels / box rows; the
+        // box is at least 8 % wider than the target's own width).
+        let rows = (f.box_pixels as f32).sqrt(); // generous: boxes here are taller than wide
+        let row = f.box_pixels as f32 / rows.max(1.0);
+        eprintln!(
+            "{name}: free {} px; lower wall n_t {} n_o {} O {:.3}; upper wall n_t {} n_o {} \
+             O {:.3}",
+            f.exposed, l.exposed, l.occluded, l.occlusion, u.exposed, u.occluded, u.occlusion
+        );
+        assert_eq!(l.exposed + l.occluded, f.exposed, "{name}");
+        assert_eq!(u.exposed + u.occluded, f.exposed, "{name}");
+        assert!(
+            (l.occluded as f32 - u.exposed as f32).abs() <= row,
+            "{name}: lower wall hides {}, upper wall shows {}",
+            l.occluded,
+            u.exposed
+        );
+        assert!(
+            (l.occlusion + u.occlusion - 1.0).abs() <= row / f.exposed as f32,
+            "{name}"
+        );
+        // The lower half of a humanoid's height holds a bit under half its pixels (legs
+        // are narrower than torso and arms).
+        assert!(
+            l.occlusion > 0.3 && l.occlusion < 0.55,
+            "{name}: O {}",
+            l.occlusion
+        );
+    }
+    // Both paths agree to the pixel row.
+    if lower.len() == 2 {
+        let (c, g) = (lower[0].1[0], lower[1].1[0]);
+        assert!((c.occlusion - g.occlusion).abs() < 0.01, "{c:?} {g:?}");
+    }
+}
+
+#[test]
+fn known_albedos_give_the_formula_contrast() {
+    // Flat light: every surface shows its albedo.
+    let params = IntervisParams {
+        ambient: 1.0,
+        target_albedo: 0.3,
+        ..IntervisParams::default()
+    };
+    let eye = Vec3::new(0.0, H / 2.0, 0.0);
+    let pairs: Vec<IntervisPair> = Posture::ALL
+        .iter()
+        .map(|&p| pair(eye, Vec3::new(0.0, 0.0, 20.0), p))
+        .collect();
+    // A wall behind the target fills the box: B_b = 0.6.
+    let wall = scene_of(&[(-30.0, 30.0, -30.0, 30.0, 30.0)], false, 0.6);
+    // Nothing at all: B_b = sky = 0.8.
+    let sky = scene_of(&[], false, 0.6);
+    for (scene, bb) in [(wall, 0.6f32), (sky, 0.8)] {
+        for (name, recs) in both(&scene, &pairs, &params) {
+            for r in &recs {
+                assert!((r.target_brightness - 0.3).abs() < 1e-5, "{name}: {r:?}");
+                assert!((r.background_brightness - bb).abs() < 1e-5, "{name}: {r:?}");
+                let c = (0.3 - bb).abs() / bb;
+                assert!((r.contrast - c).abs() < 1e-5, "{name}: {r:?} want C {c}");
+            }
+        }
+    }
+    // Directional light: a sunlit wall facing the sun is brighter than ambient alone.
+    let lit = IntervisParams {
+        sun: Vec3::new(0.0, 0.0, -1.0),
+        ambient: 0.25,
+        ..IntervisParams::default()
+    };
+    let scene = scene_of(&[(-30.0, 30.0, -30.0, 30.0, 30.0)], false, 0.6);
+    for (name, recs) in both(&scene, &pairs, &lit) {
+        assert!((recs[2].background_brightness - 0.6).abs() < 1e-5, "{name}");
+    }
+}
+
+#[test]
+fn results_scale_with_resolution_and_field_of_view() {
+    let scene = scene_of(&[], true, 0.35);
+    let pairs = [pair(
+        Vec3::new(0.0, 1.7, 0.0),
+        Vec3::new(2.0, 0.0, 12.0),
+        Posture::Standing,
+    )];
+    let base = IntervisParams::default();
+    let variants = [
+        IntervisParams {
+            resolution: 1024,
+            ..base
+        },
+        IntervisParams {
+            fov_degrees: 30.0,
+            ..base
+        },
+    ];
+    for (name, b) in both(&scene, &pairs, &base) {
+        for v in &variants {
+            let engine = if name == "gpu" {
+                gpu::gpu_engine().unwrap()
+            } else {
+                Engine::cpu()
+            };
+            let r = measure(&engine, &scene, &pairs, v).unwrap()[0];
+            // Pixel counts scale with the focal length squared.
+            let focal =
+                |p: &IntervisParams| p.resolution as f32 / (p.fov_degrees.to_radians() / 2.0).tan();
+            let want = (focal(v) / focal(&base)).powi(2);
+            let ratio = r.exposed as f32 / b[0].exposed as f32;
+            assert!(
+                (ratio / want - 1.0).abs() < 0.05,
+                "{name} {v:?}: n_t ratio {ratio}, want {want}"
+            );
+            let sa = r.solid_angle / b[0].solid_angle;
+            eprintln!("{name} {v:?}: n_t ratio {ratio}, solid angle ratio {sa}");
+            assert!(
+                (sa - 1.0).abs() < 0.05,
+                "{name} {v:?}: solid angle ratio {sa}"
+            );
+        }
+        // The exposed solid angle of a standing target 12 m away: about its silhouette area
+        // (0.4 to 1.7 m^2, the humanoid is 1.8 m by up to 0.8 m) over 12^2.
+        assert!(
+            b[0].solid_angle > 0.003 && b[0].solid_angle < 0.012,
+            "{:?}",
+            b[0]
+        );
+    }
+}
+
+#[test]
+fn bad_input_is_rejected() {
+    let scene = scene_of(&[], true, 0.35);
+    let ok = pair(
+        Vec3::new(0.0, 1.7, 0.0),
+        Vec3::new(0.0, 0.0, 9.0),
+        Posture::Prone,
+    );
+    let nan = pair(Vec3::new(f32::NAN, 1.7, 0.0), Vec3::ZERO, Posture::Prone);
+    let mut engines = vec![Engine::cpu()];
+    engines.extend(gpu::gpu_engine());
+    for e in &engines {
+        let p = IntervisParams::default();
+        assert!(matches!(
+            measure(e, &scene, &[ok, nan], &p),
+            Err(Error::InvalidInput(_))
+        ));
+        for bad in [
+            IntervisParams {
+                fov_degrees: f32::NAN,
+                ..p
+            },
+            IntervisParams { resolution: 0, ..p },
+            IntervisParams {
+                sun: Vec3::ZERO,
+                ..p
+            },
+            IntervisParams {
+                padding: f32::NAN,
+                ..p
+            },
+        ] {
+            assert!(matches!(
+                measure(e, &scene, &[ok], &bad),
+                Err(Error::InvalidInput(_))
+            ));
+        }
+        assert!(measure(e, &scene, &[], &p).unwrap().is_empty());
+    }
+}
+
+/// Walkable ground under (x, z), found with a downward ray: `None` off the walkable surfaces.
+fn ground(scene: &Scene, xz: &[Vec2]) -> Vec<Option<Vec3>> {
+    let rays: Vec<Ray> = xz
+        .iter()
+        .map(|p| Ray::new(Vec3::new(p.x, 100.0, p.y), Vec3::NEG_Y, 200.0))
+        .collect();
+    Engine::cpu()
+        .closest_hit(scene, &rays, Mask::ANY_SOLID)
+        .unwrap()
+        .iter()
+        .zip(xz)
+        .map(|(h, p)| {
+            let h = (*h)?;
+            let walkable = scene.materials()[h.material as usize]
+                .flags
+                .contains(MaterialFlags::WALKABLE);
+            (walkable && h.normal.y > 0.8).then(|| Vec3::new(p.x, 100.0 - h.t, p.y))
+        })
+        .collect()
+}
+
+/// Observers with targets 5..60 m away on walkable ground in `urban`, seeded.
+fn urban_pairs(scene: &Scene, observers: usize, per_observer: usize) -> Vec<IntervisPair> {
+    let mut rng = SplitMix64(2024);
+    let lo = Vec2::new(-49.0, -60.0);
+    let hi = Vec2::new(49.0, 60.0);
+    let mut pairs = Vec::new();
+    while pairs.len() < observers * per_observer {
+        let o = Vec2::new(rng.range(lo.x, hi.x), rng.range(lo.y, hi.y));
+        let Some(og) = ground(scene, &[o])[0] else {
+            continue;
+        };
+        let eye = og + Vec3::Y * 1.7;
+        let mut found = 0;
+        while found < per_observer {
+            let cands: Vec<Vec2> = (0..64)
+                .map(|_| {
+                    let a = rng.range(0.0, std::f32::consts::TAU);
+                    let d = rng.range(5.0, 60.0);
+                    o + Vec2::new(a.cos(), a.sin()) * d
+                })
+                .filter(|p| p.cmpge(lo).all() && p.cmple(hi).all())
+                .collect();
+            for g in ground(scene, &cands).into_iter().flatten() {
+                if found == per_observer {
+                    break;
+                }
+                let posture = Posture::ALL[(rng.next_u64() % 3) as usize];
+                pairs.push(pair(eye, g, posture));
+                found += 1;
+            }
+        }
+    }
+    pairs
+}
+
+#[test]
+fn gpu_matches_the_ray_cast_twin_in_urban() {
+    let Some(engine) = gpu::gpu_engine() else {
+        return;
+    };
+    let scene = procedural::urban(1, 1);
+    let params = IntervisParams::default();
+    // 50 observers with 20 targets each: the seed's access pattern (one observer's row of
+    // waypoints), so views are shared.
+    let pairs = urban_pairs(&scene, 50, 20);
+    let t = Instant::now();
+    let g = measure(&engine, &scene, &pairs, &params).unwrap();
+    let t_gpu = t.elapsed();
+    let t = Instant::now();
+    let c = measure_ray_cast(&Engine::cpu(), &scene, &pairs, &params).unwrap();
+    let t_cpu = t.elapsed();
+    let (mut visible, mut bad) = (0, Vec::new());
+    let (mut worst_n, mut worst_o, mut worst_c) = (0.0f32, 0.0f32, 0.0f32);
+    for (k, (g, c)) in g.iter().zip(&c).enumerate() {
+        assert_eq!(g.box_pixels, c.box_pixels, "pair {k}: boxes differ");
+        if g.exposed == 0 && c.exposed == 0 {
+            continue;
+        }
+        visible += 1;
+        let dn = (g.exposed as f32 - c.exposed as f32).abs();
+        let (d_o, d_c) = (
+            (g.occlusion - c.occlusion).abs(),
+            (g.contrast - c.contrast).abs(),
+        );
+        worst_n = worst_n.max(dn / (c.exposed as f32 * 0.02 + 2.0));
+        worst_o = worst_o.max(d_o);
+        worst_c = worst_c.max(d_c);
+        if dn > c.exposed as f32 * 0.02 + 2.0 || d_o > 0.02 || d_c > 0.05 {
+            bad.push((k, *g, *c));
+        }
+    }
+    eprintln!(
+        "{} pairs ({visible} with the target at least partly visible): GPU {:.2?} ({:.0} \
+         pairs/s), CPU twin {:.2?} ({:.0} pairs/s); worst n_t deviation {worst_n:.2} of the \
+         tolerance, O {worst_o:.4}, C {worst_c:.4}; {} outside tolerance",
+        pairs.len(),
+        t_gpu,
+        pairs.len() as f64 / t_gpu.as_secs_f64(),
+        t_cpu,
+        pairs.len() as f64 / t_cpu.as_secs_f64(),
+        bad.len()
+    );
+    for (k, g, c) in bad.iter().take(10) {
+        eprintln!("pair {k} {:?}\n  gpu {g:?}\n  cpu {c:?}", pairs[*k]);
+    }
+    assert!(visible > 200, "only {visible} visible pairs");
+    assert!(bad.is_empty(), "{} of {visible} pairs disagree", bad.len());
+}
+
+/// `IntervisRecord` has the layout of its WGSL twin in `shaders/intervis_reduce.wgsl`.
+#[test]
+fn record_matches_its_wgsl_twin() {
+    use std::mem::{offset_of, size_of};
+    let source = include_str!("../shaders/intervis_reduce.wgsl");
+    let module = naga::front::wgsl::parse_str(source).unwrap();
+    let mut layouter = naga::proc::Layouter::default();
+    layouter.update(module.to_ctx()).unwrap();
+    let (handle, ty) = module
+        .types
+        .iter()
+        .find(|(_, t)| t.name.as_deref() == Some("IntervisRecord"))
+        .unwrap();
+    let naga::TypeInner::Struct { members, .. } = &ty.inner else {
+        panic!("IntervisRecord is not a struct")
+    };
+    assert_eq!(layouter[handle].size as usize, size_of::<IntervisRecord>());
+    let offset = |n: &str| {
+        members
+            .iter()
+            .find(|m| m.name.as_deref() == Some(n))
+            .unwrap()
+            .offset
+    };
+    for (field, want) in [
+        ("exposed", offset_of!(IntervisRecord, exposed)),
+        ("occluded", offset_of!(IntervisRecord, occluded)),
+        ("background", offset_of!(IntervisRecord, background)),
+        ("box_pixels", offset_of!(IntervisRecord, box_pixels)),
+        (
+            "target_brightness",
+            offset_of!(IntervisRecord, target_brightness),
+        ),
+        (
+            "background_brightness",
+            offset_of!(IntervisRecord, background_brightness),
+        ),
+        ("contrast", offset_of!(IntervisRecord, contrast)),
+        ("occlusion", offset_of!(IntervisRecord, occlusion)),
+        ("solid_angle", offset_of!(IntervisRecord, solid_angle)),
+    ] {
+        assert_eq!(offset(field) as usize, want, "IntervisRecord.{field}");
+    }
+}

@@ -1,0 +1,377 @@
+//! Precomputed tables: line of sight against direct occlusion queries, sees lists, the `.slt`
+//! file (round trip, determinism, corruption), shard merging, waypoint sampling and parsing.
+
+use glam::Vec3;
+use sightline::intervis::IntervisRecord;
+use sightline::scene::procedural;
+use sightline::tables::{self, LosParams, PrecomputeParams, TableFile};
+use sightline::trace::{Ray, Segment, SplitMix64};
+use sightline::{Engine, Error, Mask, MaterialFlags, Scene};
+use std::path::PathBuf;
+use std::time::Instant;
+
+fn small_urban() -> Scene {
+    procedural::urban(1, 1)
+}
+
+fn params(spacing: f32) -> PrecomputeParams {
+    PrecomputeParams {
+        spacing,
+        ..PrecomputeParams::default()
+    }
+}
+
+/// A deterministic stand-in for the intervis measurement: records from the pair's distance,
+/// with some pairs fully occluded (exposed == 0) so they are dropped.
+fn fake_measure(
+    waypoints: &[Vec3],
+) -> impl FnMut(&[Vec3], &[(u32, u32)]) -> sightline::Result<Vec<IntervisRecord>> + '_ {
+    move |_, pairs| {
+        Ok(pairs
+            .iter()
+            .map(|&(i, j)| {
+                let d = waypoints[i as usize].distance(waypoints[j as usize]);
+                let exposed = ((d * 10.0) as u32 + i) % 5;
+                IntervisRecord {
+                    exposed,
+                    occluded: 5 - exposed,
+                    background: i ^ j,
+                    box_pixels: 100,
+                    target_brightness: d / 200.0,
+                    background_brightness: 0.5,
+                    contrast: d.fract(),
+                    occlusion: (5 - exposed) as f32 / 5.0,
+                    solid_angle: 1.0 / (1.0 + d * d),
+                    _pad: [0; 3],
+                }
+            })
+            .collect())
+    }
+}
+
+fn table_with_intervis(
+    engine: &Engine,
+    scene: &Scene,
+    p: &PrecomputeParams,
+    shard: Option<(u32, u32)>,
+) -> TableFile {
+    let waypoints = tables::sample_waypoints(engine, scene, p.spacing, p.max_slope).unwrap();
+    let mut m = fake_measure(&waypoints);
+    tables::precompute(engine, scene, "urban", p, shard, Some(&mut m), |_, _, _| {}).unwrap()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sightline-tables-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn los_is_symmetric_and_matches_direct_occlusion_queries() {
+    let (engine, scene) = (Engine::cpu(), small_urban());
+    let p = params(7.0);
+    let w = tables::sample_waypoints(&engine, &scene, p.spacing, p.max_slope).unwrap();
+    assert!(w.len() > 100, "{} waypoints", w.len());
+    let los = tables::compute_los(&engine, &scene, &w, &p.los, None, |_, _| {}).unwrap();
+    let n = los.n();
+    assert_eq!(los.bit_count(), u64::from(n) * u64::from(n - 1) / 2);
+    let vis = los.visible_pairs();
+    assert!(
+        vis > 0 && vis < los.bit_count(),
+        "{vis} of {} visible",
+        los.bit_count()
+    );
+    let mut rng = SplitMix64(42);
+    let pairs: Vec<(u32, u32)> = (0..2000)
+        .map(|_| {
+            (
+                (rng.next_u64() % u64::from(n)) as u32,
+                (rng.next_u64() % u64::from(n)) as u32,
+            )
+        })
+        .filter(|(i, j)| i != j)
+        .collect();
+    let lift = Vec3::new(0.0, 1.7, 0.0);
+    let segs: Vec<Segment> = pairs
+        .iter()
+        .map(|&(i, j)| Segment::new(w[i as usize] + lift, w[j as usize] + lift))
+        .collect();
+    let occ = engine.occluded(&scene, &segs, Mask::SIGHT).unwrap();
+    for (k, &(i, j)) in pairs.iter().enumerate() {
+        assert_eq!(los.visible(i, j), !occ.get(k), "pair ({i}, {j})");
+        assert_eq!(los.visible(i, j), los.visible(j, i));
+    }
+    // Sees lists agree with the bits, ascending, without self.
+    let mut total = 0;
+    for i in 0..n {
+        let want: Vec<u32> = (0..n).filter(|&j| j != i && los.visible(i, j)).collect();
+        assert_eq!(los.sees(i), &want[..], "sees({i})");
+        total += want.len() as u64;
+    }
+    assert_eq!(total, 2 * vis);
+    // A range: far pairs are not visible, near ones unchanged; small chunks change nothing.
+    let small = LosParams {
+        chunk_segments: 1000,
+        ..p.los
+    };
+    let ranged = tables::compute_los(&engine, &scene, &w, &small, Some(30.0), |_, _| {}).unwrap();
+    for i in 0..n {
+        for j in i + 1..n {
+            let near = w[i as usize].distance(w[j as usize]) <= 30.0;
+            assert_eq!(
+                ranged.visible(i, j),
+                near && los.visible(i, j),
+                "({i}, {j})"
+            );
+        }
+    }
+}
+
+#[test]
+fn waypoints_stand_on_walkable_top_surfaces() {
+    let (engine, scene) = (Engine::cpu(), small_urban());
+    let slope = std::f32::consts::FRAC_PI_4;
+    let w = tables::sample_waypoints(&engine, &scene, 6.0, slope).unwrap();
+    let (lo, hi) = scene.bounds().unwrap();
+    assert!(w
+        .iter()
+        .all(|p| p.x >= lo.x && p.x <= hi.x && p.z >= lo.z && p.z <= hi.z));
+    let rays: Vec<Ray> = w
+        .iter()
+        .map(|p| {
+            Ray::new(
+                Vec3::new(p.x, hi.y + 5.0, p.z),
+                Vec3::NEG_Y,
+                hi.y - lo.y + 10.0,
+            )
+        })
+        .collect();
+    let all = Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
+    for (p, hit) in w
+        .iter()
+        .zip(engine.closest_hit(&scene, &rays, all).unwrap())
+    {
+        let hit = hit.expect("a waypoint has ground under it");
+        let flags = scene.materials()[hit.material as usize].flags;
+        assert!(flags.contains(MaterialFlags::WALKABLE), "{p}: not walkable");
+        assert!(hit.normal.y >= slope.cos() - 1e-5, "{p}: too steep");
+        assert!(
+            (hi.y + 5.0 - hit.t - p.y).abs() < 1e-3,
+            "{p}: not the top surface"
+        );
+    }
+    // Roofs count, so some waypoints are well above the street.
+    assert!(w.iter().any(|p| p.y > 5.0) && w.iter().any(|p| p.y.abs() < 0.2));
+    assert!(tables::sample_waypoints(&engine, &scene, 0.0, slope).is_err());
+}
+
+#[test]
+fn file_round_trips_and_writes_are_byte_identical() {
+    let (engine, scene) = (Engine::cpu(), small_urban());
+    let p = PrecomputeParams {
+        range: Some(60.0),
+        ..params(8.0)
+    };
+    let a = table_with_intervis(&engine, &scene, &p, None);
+    let b = table_with_intervis(&engine, &scene, &p, None);
+    let iv = a.intervis.as_ref().unwrap();
+    assert!(!iv.is_empty() && iv.entries().iter().all(|e| e.2.exposed > 0));
+    let (i, j, r) = iv.entries()[iv.len() / 2];
+    assert_eq!(iv.get(i, j), Some(&r));
+    assert!(iv.row(i).iter().all(|e| e.0 == i));
+    let path = tmp("roundtrip.slt");
+    a.write_to(&path).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes, b.to_bytes(), "two runs wrote different bytes");
+    assert_eq!(&bytes[..8], b"SLTABLE\0");
+    assert_eq!(bytes.len() % 8, 0);
+    let back = TableFile::read_from(&path).unwrap();
+    assert_eq!(back, a);
+    assert_eq!(back.to_bytes(), bytes);
+    let s = back.summary();
+    assert!(s.contains("urban") && s.contains("intervis"), "{s}");
+    // Without intervis, and with waypoints from a file: round trips too.
+    let q = PrecomputeParams {
+        waypoints: Some(a.waypoints[..40].to_vec()),
+        ..params(8.0)
+    };
+    let c = tables::precompute(&engine, &scene, "", &q, None, None, |_, _, _| {}).unwrap();
+    assert_eq!(c.meta.spacing, None);
+    assert_eq!(TableFile::from_bytes(&c.to_bytes(), "c.slt").unwrap(), c);
+}
+
+fn load_err(bytes: &[u8], name: &str) -> String {
+    let path = tmp(name);
+    std::fs::write(&path, bytes).unwrap();
+    match TableFile::read_from(&path) {
+        Ok(_) => panic!("{name}: a damaged file loaded"),
+        Err(e @ Error::Load { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains(name), "{msg}: does not name the file");
+            msg
+        }
+        Err(e) => panic!("{name}: wrong error kind {e:?}"),
+    }
+}
+
+#[test]
+fn damaged_files_are_clear_errors_not_panics() {
+    let (engine, scene) = (Engine::cpu(), small_urban());
+    let p = PrecomputeParams {
+        range: Some(40.0),
+        ..params(8.0)
+    };
+    let good = table_with_intervis(&engine, &scene, &p, None).to_bytes();
+    let msg = load_err(&good[..good.len() - 100], "truncated.slt");
+    assert!(
+        msg.contains("truncated") && msg.contains("recompute"),
+        "{msg}"
+    );
+    assert!(load_err(&good[..5], "stub.slt").contains("truncated"));
+    assert!(load_err(b"", "empty.slt").contains("magic"));
+    let mut bad = good.clone();
+    bad[0] = b'X';
+    assert!(load_err(&bad, "magic.slt").contains("not a sightline table"));
+    let mut bad = good.clone();
+    bad[8..12].copy_from_slice(&99u32.to_le_bytes());
+    let msg = load_err(&bad, "version.slt");
+    assert!(
+        msg.contains("version 99") && msg.contains("recompute"),
+        "{msg}"
+    );
+    let mut bad = good.clone();
+    let mid = good.len() / 2;
+    bad[mid] ^= 0x10;
+    assert!(load_err(&bad, "flipped.slt").contains("checksum"));
+    // A flipped bit anywhere (every header byte, then a stride through the sections): an
+    // error, never a panic.
+    let stride = (good.len() / 400).max(1);
+    for at in (0..good.len()).filter(|&at| at < 256 || at % stride == 0 || at + 8 >= good.len()) {
+        let mut bad = good.clone();
+        bad[at] ^= 1 << (at % 8);
+        assert!(
+            TableFile::from_bytes(&bad, "x.slt").is_err(),
+            "flip at byte {at} loaded"
+        );
+    }
+    assert!(TableFile::read_from(tmp("missing.slt")).is_err());
+}
+
+#[test]
+fn merged_shards_equal_a_single_run_byte_for_byte() {
+    let (engine, scene) = (Engine::cpu(), small_urban());
+    let p = PrecomputeParams {
+        range: Some(70.0),
+        ..params(8.0)
+    };
+    let single = table_with_intervis(&engine, &scene, &p, None);
+    let mut shards: Vec<TableFile> = (0..3)
+        .map(|k| table_with_intervis(&engine, &scene, &p, Some((k, 3))))
+        .collect();
+    for s in &shards {
+        // Shards survive the file too.
+        let back = TableFile::from_bytes(&s.to_bytes(), "shard.slt").unwrap();
+        assert_eq!(&back, s);
+    }
+    shards.reverse();
+    let merged = tables::merge(&shards).unwrap();
+    assert_eq!(merged.to_bytes(), single.to_bytes());
+    assert!(tables::merge(&shards[..2])
+        .unwrap_err()
+        .to_string()
+        .contains("missing"));
+    let twice = vec![shards[0].clone(), shards[0].clone(), shards[1].clone()];
+    assert!(tables::merge(&twice)
+        .unwrap_err()
+        .to_string()
+        .contains("twice"));
+    let mut other = shards.clone();
+    other[1].meta.eye_height = 1.0;
+    assert!(tables::merge(&other).is_err());
+    assert_eq!(tables::parse_shard("2/3").unwrap(), (2, 3));
+    for bad in ["3/3", "1", "a/b", "0/0"] {
+        assert!(tables::parse_shard(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn waypoint_files_parse_and_bad_lines_are_named() {
+    let csv = "x,y,z\n1,2,3\n\n# comment\n4.5, 0, -6e1\n";
+    let w = tables::parse_waypoints_csv(csv).unwrap();
+    assert_eq!(
+        w,
+        vec![Vec3::new(1.0, 2.0, 3.0), Vec3::new(4.5, 0.0, -60.0)]
+    );
+    let err = tables::parse_waypoints_csv("1,2,3\n4,5\n").unwrap_err();
+    assert!(err.contains("line 2"), "{err}");
+    let err = tables::parse_waypoints_csv("x,y,z\n1,2,3\n1,nan,3\n").unwrap_err();
+    assert!(err.contains("line 3"), "{err}");
+    let j = tables::parse_waypoints_json(" [[1, 2, 3], [4,5,6]] ").unwrap();
+    assert_eq!(j[1], Vec3::new(4.0, 5.0, 6.0));
+    assert!(tables::parse_waypoints_json("[]").unwrap().is_empty());
+    assert!(tables::parse_waypoints_json("[[1,2,3],[4,5]]")
+        .unwrap_err()
+        .contains("element 1"));
+    let path = tmp("waypoints.csv");
+    std::fs::write(&path, "x,y,z\n0,0,0\n1,1\n").unwrap();
+    let msg = tables::read_waypoints(&path).unwrap_err().to_string();
+    assert!(
+        msg.contains("waypoints.csv") && msg.contains("line 3"),
+        "{msg}"
+    );
+}
+
+/// Seed 003's numbers: 3,784 waypoints at 2 m over the 100 m x 122 m block, LOS bits 0.89 MB.
+#[test]
+fn urban_at_two_metres_numbers() {
+    let (engine, scene) = (Engine::cpu(), small_urban());
+    let t = Instant::now();
+    let w = tables::sample_waypoints(&engine, &scene, 2.0, std::f32::consts::FRAC_PI_4).unwrap();
+    let sample = t.elapsed();
+    let t = Instant::now();
+    let los =
+        tables::compute_los(&engine, &scene, &w, &LosParams::standing(), None, |_, _| {}).unwrap();
+    let el = t.elapsed();
+    let pairs = los.bit_count();
+    println!(
+        "urban(1,1) at 2 m: {} waypoints (seed 003: 3,784) sampled in {sample:.2?}; LOS on the \
+         CPU engine ({} threads): {pairs} pairs in {el:.2?} ({:.2} M segments/s), {} visible \
+         ({:.1} %); bits {:.3} MB (seed 003 Table 3: 0.895 MB), sees lists {:.2} MB",
+        w.len(),
+        rayon::current_num_threads(),
+        pairs as f64 / el.as_secs_f64() / 1e6,
+        los.visible_pairs(),
+        100.0 * los.visible_pairs() as f64 / pairs as f64,
+        pairs.div_ceil(8) as f64 / 1e6,
+        (8 * (w.len() + 1) + 4 * 2 * los.visible_pairs() as usize) as f64 / 1e6,
+    );
+    let file = tables::TableFile {
+        meta: tables::TableMeta {
+            scene: "urban".into(),
+            eye_height: 1.7,
+            range: None,
+            spacing: Some(2.0),
+            max_slope: std::f32::consts::FRAC_PI_4,
+            mask: Mask::SIGHT,
+        },
+        waypoints: w,
+        los,
+        intervis: None,
+    };
+    let path = tmp("urban2.slt");
+    let t = Instant::now();
+    file.write_to(&path).unwrap();
+    let write = t.elapsed();
+    let t = Instant::now();
+    let back = TableFile::read_from(&path).unwrap();
+    println!(
+        "urban2.slt: {} bytes, written in {write:.2?}, read and checked in {:.2?}",
+        std::fs::metadata(&path).unwrap().len(),
+        t.elapsed()
+    );
+    assert_eq!(back, file);
+    println!("{}", back.summary());
+    let missing = tmp("no-such-dir").join("x").join("t.slt");
+    let msg = file.write_to(&missing).unwrap_err().to_string();
+    assert!(msg.contains("t.slt"), "{msg}");
+}
