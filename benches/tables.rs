@@ -1,0 +1,135 @@
+//! Precomputation against seed 003's Tables 1-3, on `urban` sampled at 2 m (its Table 2 setup):
+//! all-pairs line of sight, intervis pairs per second (GPU stencil pass and its CPU ray-casting
+//! twin), and file sizes.
+//!
+//! ```text
+//! WGPU_BACKEND=vulkan cargo bench --bench tables
+//! ```
+//!
+//! Seed 003 baselines (Intel Q6600, 2009 GPU): 7.16M line-of-sight pairs in 0.298 h; intervis
+//! 14.3M pairs in 22.3 h (~178 pairs/s); 0.89 MB of line-of-sight bits and 28.1 MB of intervis
+//! for 3,784 waypoints. Targets here: all-pairs line of sight under 2 s; intervis at least
+//! 5,000 pairs/s.
+
+use criterion::{Criterion, Throughput};
+use glam::Vec3;
+use sightline::cover::Posture;
+use sightline::intervis::measure::{measure, measure_ray_cast, IntervisPair, IntervisParams};
+use sightline::scene::procedural;
+use sightline::tables::{compute_los, sample_waypoints, LosParams, PrecomputeParams};
+use sightline::trace::SplitMix64;
+use sightline::{Engine, EngineOptions};
+use std::hint::black_box;
+use std::time::Duration;
+
+/// Intervis pairs per measured call.
+const PAIRS: usize = 1_000;
+
+fn gpu_engine() -> Option<Engine> {
+    match Engine::headless_gpu(EngineOptions::default()) {
+        Ok(e) => Some(e),
+        Err(e) if std::env::var("SIGHTLINE_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
+            panic!("no GPU engine: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipping gpu functions: {e}");
+            None
+        }
+    }
+}
+
+fn benches(c: &mut Criterion) {
+    let scene = procedural::urban(1, 1);
+    let cpu = Engine::cpu();
+    let gpu = gpu_engine();
+    let waypoints =
+        sample_waypoints(&cpu, &scene, 2.0, PrecomputeParams::default().max_slope).unwrap();
+    let n = waypoints.len();
+    let los_params = LosParams::standing();
+
+    // File sizes beside seed 003's Table 3, from one full line-of-sight run and an intervis
+    // sample extrapolated to all ordered pairs (labelled as an estimate).
+    let los = compute_los(&cpu, &scene, &waypoints, &los_params, None, |_, _| {}).unwrap();
+    let table = sightline::tables::precompute(
+        &cpu,
+        &scene,
+        "urban",
+        &PrecomputeParams::default(),
+        None,
+        None,
+        |_, _, _| {},
+    )
+    .unwrap();
+    let file_bytes = table.to_bytes().len();
+    let mut rng = SplitMix64(3);
+    let pairs: Vec<IntervisPair> = (0..PAIRS)
+        .map(|_| loop {
+            let (i, j) = (
+                (rng.next_u64() % n as u64) as usize,
+                (rng.next_u64() % n as u64) as usize,
+            );
+            if i != j {
+                break IntervisPair {
+                    observer: waypoints[i] + Vec3::Y * los_params.eye_height,
+                    target: waypoints[j],
+                    posture: Posture::Standing,
+                };
+            }
+        })
+        .collect();
+    let params = IntervisParams::standard();
+    let sample = measure_ray_cast(&cpu, &scene, &pairs, &params).unwrap();
+    let exposed = sample.iter().filter(|r| r.exposed > 0).count() as f64 / PAIRS as f64;
+    let ordered = (n * (n - 1)) as f64;
+    eprintln!(
+        "urban at 2 m: {n} waypoints (seed 003: 3,784); {} unordered pairs, {} visible; LOS bits {:.3} MB (seed: 0.89 MB); \
+         whole LOS file with sees lists {:.2} MB; intervis: {:.1}% of sampled ordered pairs expose something -> \
+         estimated {:.1} MB for all {} ordered pairs at 56 bytes per record (seed: 28.1 MB)",
+        los.bit_count(),
+        los.visible_pairs(),
+        los.bits().len() as f64 * 8.0 / 1e6,
+        file_bytes as f64 / 1e6,
+        exposed * 100.0,
+        ordered * exposed * 56.0 / 1e6,
+        ordered as u64
+    );
+
+    let mut g = c.benchmark_group("tables/los_all_pairs_urban_2m");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(8));
+    g.throughput(Throughput::Elements(los.bit_count()));
+    g.bench_function("cpu", |b| {
+        b.iter(|| {
+            black_box(compute_los(&cpu, &scene, &waypoints, &los_params, None, |_, _| {}).unwrap())
+        })
+    });
+    if let Some(gpu) = &gpu {
+        g.bench_function("gpu", |b| {
+            b.iter(|| {
+                black_box(
+                    compute_los(gpu, &scene, &waypoints, &los_params, None, |_, _| {}).unwrap(),
+                )
+            })
+        });
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("tables/intervis_urban");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(8));
+    g.throughput(Throughput::Elements(PAIRS as u64));
+    g.bench_function("cpu_twin", |b| {
+        b.iter(|| black_box(measure_ray_cast(&cpu, &scene, &pairs, &params).unwrap()))
+    });
+    if let Some(gpu) = &gpu {
+        g.bench_function("gpu", |b| {
+            b.iter(|| black_box(measure(gpu, &scene, &pairs, &params).unwrap()))
+        });
+    }
+    g.finish();
+}
+
+criterion::criterion_group!(group, benches);
+criterion::criterion_main!(group);
