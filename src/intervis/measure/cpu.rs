@@ -23,6 +23,8 @@ pub(super) fn measure(
     let count = plan.views.iter().map(|(_, t)| t.len()).sum();
     let mut out = vec![Sums::default().finish(0); count];
     let albedo: Vec<f32> = scene.materials().iter().map(|m| m.albedo).collect();
+    // One BVH per posture in the target's own frame; pixel rays go into that frame instead.
+    let tiers = plan.meshes.each_ref().map(local_tier);
     // Targets with a box, in batches of at most RAYS_PER_CALL pixels (a single larger box
     // goes alone).
     let jobs: Vec<(&View, &Placed, PixelBox)> = plan
@@ -62,8 +64,8 @@ pub(super) fn measure(
             .par_iter()
             .zip(slices)
             .map(|((view, placed, b), hits)| {
-                let tier = target_tier(plan, placed);
-                let sums = reduce_box(view, b, hits, &tier, &albedo, params);
+                let tier = &tiers[placed.posture as usize];
+                let sums = reduce_box(view, b, hits, tier, &placed.model, &albedo, params);
                 (placed.pair, sums.finish(b.pixels()))
             })
             .collect();
@@ -75,19 +77,16 @@ pub(super) fn measure(
     Ok(out)
 }
 
-/// The target's world-space triangles and their BVH.
-fn target_tier(plan: &Plan, placed: &Placed) -> Tier {
-    let posture_mesh = &plan.meshes[placed.posture as usize];
-    let tris: Vec<GpuTriangle> = posture_mesh
+/// A posture mesh's triangles in its own frame, and their BVH. The target's placement is a
+/// rotation about +Y and a translation, so distances along a ray carried into this frame are
+/// the world's.
+fn local_tier(mesh: &crate::Mesh) -> Tier {
+    let tris: Vec<GpuTriangle> = mesh
         .triangles
         .iter()
         .enumerate()
         .map(|(k, t)| {
-            let [a, b, c] = t.map(|v| {
-                placed
-                    .model
-                    .transform_point3(posture_mesh.positions[v as usize])
-            });
+            let [a, b, c] = t.map(|v| mesh.positions[v as usize]);
             GpuTriangle::new(a, b, c, k as u32, 0, 1)
         })
         .collect();
@@ -100,10 +99,12 @@ fn reduce_box(
     b: &PixelBox,
     scene_hits: &[HitRecord],
     target: &Tier,
+    model: &glam::Affine3A,
     albedo: &[f32],
     params: &IntervisParams,
 ) -> Sums {
     let width = (b.x1 - b.x0) as usize;
+    let to_local = model.inverse();
     scene_hits
         .chunks(width)
         .enumerate()
@@ -114,7 +115,9 @@ fn reduce_box(
                 let i = b.x0 + k as u32;
                 let (o, d) = view.pixel_ray(i, j);
                 let mut t = HitRecord::MISS;
-                closest(target, &RayPrep::new(o, d), f32::INFINITY, 1, &mut t);
+                let (lo, ld) = (to_local.transform_point3(o), to_local.transform_vector3(d));
+                closest(target, &RayPrep::new(lo, ld), f32::INFINITY, 1, &mut t);
+                t.normal = model.transform_vector3(t.normal.into()).into();
                 let scene_hit = s.triangle != NO_HIT;
                 let target_hit = t.triangle != NO_HIT;
                 // The stencil: the target passes GreaterEqual on reversed depth, i.e. it is
