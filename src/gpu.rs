@@ -273,16 +273,8 @@ impl GpuTracer {
         }
     }
 
-    /// A buffer holding `contents`. (Not `create_buffer_init`: it panics on a lost device.)
     fn buffer_with(&self, label: &str, usage: wgpu::BufferUsages, contents: &[u8]) -> wgpu::Buffer {
-        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(label),
-            size: contents.len() as u64,
-            usage: usage | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        self.queue.write_buffer(&buffer, 0, contents);
-        buffer
+        buffer_with(&self.device, &self.queue, label, usage, contents)
     }
 
     /// Uploads `segments` and binds them for the `occluded` kernel.
@@ -428,32 +420,71 @@ impl GpuTracer {
     }
 
     fn map_all(&self, pass: &TracePass) -> Result<()> {
-        let (tx, rx) = std::sync::mpsc::channel();
-        for (i, s) in pass.slices.iter().enumerate() {
-            let tx = tx.clone();
-            s.readback.map_async(wgpu::MapMode::Read, .., move |r| {
-                let _ = tx.send((i, r));
-            });
-        }
-        drop(tx);
-        if let Err(e) = self.device.poll(wgpu::PollType::wait_indefinitely()) {
+        if let Err(e) = map_read_all(
+            &self.device,
+            pass.slices.iter().map(|s| &s.readback),
+            "trace results",
+        ) {
             self.check_lost()?;
-            return Err(Error::DeviceLost(e.to_string()));
-        }
-        for _ in 0..pass.slices.len() {
-            match rx.recv() {
-                Ok((_, Ok(()))) => {}
-                Ok((_, Err(e))) => {
-                    self.check_lost()?;
-                    return Err(Error::DeviceLost(format!(
-                        "reading results back failed: {e}"
-                    )));
-                }
-                Err(_) => return Err(Error::DeviceLost("the device dropped a readback".into())),
-            }
+            return Err(e);
         }
         self.check_lost()
     }
+}
+
+/// A buffer holding `contents`, at least 4 bytes. (Not `create_buffer_init`: it panics on a
+/// lost device.) Shared by every GPU module.
+pub(crate) fn buffer_with(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    label: &str,
+    usage: wgpu::BufferUsages,
+    contents: &[u8],
+) -> wgpu::Buffer {
+    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: (contents.len() as u64).max(4),
+        usage: usage | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    if !contents.is_empty() {
+        queue.write_buffer(&buffer, 0, contents);
+    }
+    buffer
+}
+
+/// Maps `buffers` for reading and waits for all of them; a failure is a lost device, with
+/// `what` naming the readback. Shared by every GPU module.
+pub(crate) fn map_read_all<'a>(
+    device: &wgpu::Device,
+    buffers: impl IntoIterator<Item = &'a wgpu::Buffer>,
+    what: &str,
+) -> Result<()> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut count = 0;
+    for b in buffers {
+        let tx = tx.clone();
+        b.map_async(wgpu::MapMode::Read, .., move |r| {
+            let _ = tx.send(r);
+        });
+        count += 1;
+    }
+    drop(tx);
+    device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| Error::DeviceLost(e.to_string()))?;
+    for _ in 0..count {
+        match rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                return Err(Error::DeviceLost(format!(
+                    "reading {what} back failed: {e}"
+                )))
+            }
+            Err(_) => return Err(Error::DeviceLost("the device dropped a readback".into())),
+        }
+    }
+    Ok(())
 }
 
 fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {

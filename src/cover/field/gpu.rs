@@ -345,28 +345,11 @@ pub(super) fn classify(
         )));
     }
 
-    let (tx, rx) = std::sync::mpsc::channel();
-    for s in &slices {
-        let tx = tx.clone();
-        s.readback.map_async(wgpu::MapMode::Read, .., move |r| {
-            let _ = tx.send(r);
-        });
-    }
-    drop(tx);
-    device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .map_err(|e| Error::DeviceLost(e.to_string()))?;
-    for _ in &slices {
-        match rx.recv() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                return Err(Error::DeviceLost(format!(
-                    "reading the cover field back failed: {e}"
-                )))
-            }
-            Err(_) => return Err(Error::DeviceLost("the device dropped a readback".into())),
-        }
-    }
+    crate::gpu::map_read_all(
+        device,
+        slices.iter().map(|s| &s.readback),
+        "the cover field",
+    )?;
     log::debug!(
         "cover field on the GPU: {} points, {} observers in groups of {per_group}, {res}^2 \
          faces, {} triangles: pipelines {t_kit:?}, total {:?}",

@@ -144,20 +144,4 @@ pub(super) fn entry(binding: u32, resource: wgpu::BindingResource<'_>) -> wgpu::
     wgpu::BindGroupEntry { binding, resource }
 }
 
-/// A buffer holding `contents` (not `create_buffer_init`: it panics on a lost device).
-pub(super) fn buffer_with(
-    device: &wgpu::Device,
-    queue: &wgpu::Queue,
-    label: &str,
-    usage: wgpu::BufferUsages,
-    contents: &[u8],
-) -> wgpu::Buffer {
-    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some(label),
-        size: contents.len() as u64,
-        usage: usage | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    queue.write_buffer(&buffer, 0, contents);
-    buffer
-}
+pub(super) use crate::gpu::buffer_with;

@@ -316,25 +316,7 @@ impl Kit {
     }
 }
 
-/// A buffer holding `contents` (not `create_buffer_init`: it panics on a lost device).
-fn buffer_with(
-    device: &wgpu::Device,
-    queue: &wgpu::Queue,
-    label: &str,
-    usage: wgpu::BufferUsages,
-    contents: &[u8],
-) -> wgpu::Buffer {
-    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some(label),
-        size: (contents.len() as u64).max(4),
-        usage: usage | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    if !contents.is_empty() {
-        queue.write_buffer(&buffer, 0, contents);
-    }
-    buffer
-}
+use crate::gpu::buffer_with;
 
 /// Vertex: position, then unit normal with albedo in w (32 bytes).
 type Vertex = [f32; 8];
@@ -822,28 +804,11 @@ pub(super) fn measure(
         )));
     }
 
-    let (tx, rx) = std::sync::mpsc::channel();
-    for (_, r) in &readbacks {
-        let tx = tx.clone();
-        r.map_async(wgpu::MapMode::Read, .., move |r| {
-            let _ = tx.send(r);
-        });
-    }
-    drop(tx);
-    device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .map_err(|e| Error::DeviceLost(e.to_string()))?;
-    for _ in &readbacks {
-        match rx.recv() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                return Err(Error::DeviceLost(format!(
-                    "reading the intervis records back failed: {e}"
-                )))
-            }
-            Err(_) => return Err(Error::DeviceLost("the device dropped a readback".into())),
-        }
-    }
+    crate::gpu::map_read_all(
+        device,
+        readbacks.iter().map(|(_, r)| r),
+        "the intervis records",
+    )?;
     for (first, r) in &readbacks {
         let view = r
             .get_mapped_range(..)
