@@ -453,6 +453,32 @@ pub(crate) fn buffer_with(
     buffer
 }
 
+/// A square 2D texture array (`size` x `size`, `layers` layers, one mip level). Shared by the
+/// render-pass modules (cover field, intervis).
+pub(crate) fn texture_array(
+    device: &wgpu::Device,
+    label: &str,
+    size: u32,
+    layers: u32,
+    format: wgpu::TextureFormat,
+    usage: wgpu::TextureUsages,
+) -> wgpu::Texture {
+    device.create_texture(&wgpu::TextureDescriptor {
+        label: Some(label),
+        size: wgpu::Extent3d {
+            width: size,
+            height: size,
+            depth_or_array_layers: layers,
+        },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format,
+        usage,
+        view_formats: &[],
+    })
+}
+
 /// Maps `buffers` for reading and waits for all of them; a failure is a lost device, with
 /// `what` naming the readback. Shared by every GPU module.
 pub(crate) fn map_read_all<'a>(

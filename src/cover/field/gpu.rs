@@ -162,20 +162,7 @@ pub(super) fn classify(
         .min((TEXTURE_BUDGET / (6 * layer_bytes)) as usize)
         .clamp(1, observers.len());
     let texture = |label, format, usage, layers| {
-        device.create_texture(&wgpu::TextureDescriptor {
-            label: Some(label),
-            size: wgpu::Extent3d {
-                width: res,
-                height: res,
-                depth_or_array_layers: layers,
-            },
-            mip_level_count: 1,
-            sample_count: 1,
-            dimension: wgpu::TextureDimension::D2,
-            format,
-            usage,
-            view_formats: &[],
-        })
+        crate::gpu::texture_array(device, label, res, layers, format, usage)
     };
     let layers = per_group as u32 * 6;
     let distances = texture(

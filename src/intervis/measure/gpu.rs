@@ -437,20 +437,7 @@ pub(super) fn measure(
 
     // Textures.
     let texture = |label, format, usage, layers| {
-        device.create_texture(&wgpu::TextureDescriptor {
-            label: Some(label),
-            size: wgpu::Extent3d {
-                width: res,
-                height: res,
-                depth_or_array_layers: layers,
-            },
-            mip_level_count: 1,
-            sample_count: 1,
-            dimension: wgpu::TextureDimension::D2,
-            format,
-            usage,
-            view_formats: &[],
-        })
+        crate::gpu::texture_array(device, label, res, layers, format, usage)
     };
     let attach_and_read =
         wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::TEXTURE_BINDING;
