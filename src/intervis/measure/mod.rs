@@ -53,6 +53,7 @@
 mod cpu;
 mod gpu;
 mod humanoid;
+mod pipelines;
 
 pub use humanoid::humanoid;
 
