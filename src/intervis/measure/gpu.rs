@@ -96,6 +96,96 @@ struct Chunk {
     jobs: std::ops::Range<usize>,
 }
 
+/// The call's geometry, uploaded once: the triangles that block sight (in vertex buffers of
+/// whole culling blocks, with each block's bounds), then the three posture meshes.
+struct Geometry {
+    scene_buffers: Vec<(wgpu::Buffer, u32)>,
+    cull: Vec<(Vec3, Vec3)>,
+    blocks_per_buffer: usize,
+    scene_triangles: usize,
+    target_buffer: wgpu::Buffer,
+    ranges: Vec<std::ops::Range<u32>>,
+}
+
+impl Geometry {
+    fn upload(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        scene: &Scene,
+        plan: &Plan,
+        params: &IntervisParams,
+    ) -> Geometry {
+        let limits = device.limits();
+        let with = |label, usage, bytes: &[u8]| buffer_with(device, queue, label, usage, bytes);
+        let albedo: Vec<f32> = scene.materials().iter().map(|m| m.albedo).collect();
+        let mut scene_vertices: Vec<Vertex> = Vec::new();
+        for tier in scene.tiers() {
+            for t in &tier.triangles {
+                if t.flags & Mask::SIGHT.bits() == 0 {
+                    continue;
+                }
+                let [a, b, c] = t.vertices();
+                let n = (b - a).cross(c - a).normalize_or_zero();
+                let al = albedo[t.material as usize];
+                scene_vertices.extend([vertex(a, n, al), vertex(b, n, al), vertex(c, n, al)]);
+            }
+        }
+        // Blocks of CULL_BLOCK triangles in BVH leaf order (spatially compact), with their
+        // bounds, so each view draws only the blocks inside its frustum.
+        let cull: Vec<(Vec3, Vec3)> = scene_vertices
+            .chunks(CULL_BLOCK * 3)
+            .map(|c| {
+                c.iter()
+                    .fold((Vec3::INFINITY, Vec3::NEG_INFINITY), |(l, h), v| {
+                        let p = Vec3::new(v[0], v[1], v[2]);
+                        (l.min(p), h.max(p))
+                    })
+            })
+            .collect();
+        let per_buffer = ((limits.max_buffer_size / 96).clamp(1, u64::from(u32::MAX) / 3) as usize
+            / CULL_BLOCK)
+            .max(1)
+            * CULL_BLOCK
+            * 3;
+        let scene_buffers: Vec<(wgpu::Buffer, u32)> = scene_vertices
+            .chunks(per_buffer)
+            .map(|c| {
+                let b = with(
+                    "intervis scene vertices",
+                    wgpu::BufferUsages::VERTEX,
+                    bytemuck::cast_slice(c),
+                );
+                (b, c.len() as u32)
+            })
+            .collect();
+        let mut target_vertices: Vec<Vertex> = Vec::new();
+        let mut ranges = Vec::new();
+        for mesh in &plan.meshes {
+            let first = target_vertices.len() as u32;
+            for t in &mesh.triangles {
+                let [a, b, c] = t.map(|v| mesh.positions[v as usize]);
+                let n = (b - a).cross(c - a).normalize_or_zero();
+                let al = params.target_albedo;
+                target_vertices.extend([vertex(a, n, al), vertex(b, n, al), vertex(c, n, al)]);
+            }
+            ranges.push(first..target_vertices.len() as u32);
+        }
+        let target_buffer = with(
+            "intervis target vertices",
+            wgpu::BufferUsages::VERTEX,
+            bytemuck::cast_slice(&target_vertices),
+        );
+        Geometry {
+            blocks_per_buffer: per_buffer / 3 / CULL_BLOCK,
+            scene_triangles: scene_vertices.len() / 3,
+            scene_buffers,
+            cull,
+            target_buffer,
+            ranges,
+        }
+    }
+}
+
 pub(super) fn measure(
     tracer: &GpuTracer,
     scene: &Scene,
@@ -128,65 +218,7 @@ pub(super) fn measure(
     let kit = tracer.cached(Kit::new);
     let with = |label, usage, bytes: &[u8]| buffer_with(device, queue, label, usage, bytes);
 
-    // Geometry, uploaded once: the triangles that block sight, then the three target meshes.
-    let albedo: Vec<f32> = scene.materials().iter().map(|m| m.albedo).collect();
-    let mut scene_vertices: Vec<Vertex> = Vec::new();
-    for tier in scene.tiers() {
-        for t in &tier.triangles {
-            if t.flags & Mask::SIGHT.bits() == 0 {
-                continue;
-            }
-            let [a, b, c] = t.vertices();
-            let n = (b - a).cross(c - a).normalize_or_zero();
-            let al = albedo[t.material as usize];
-            scene_vertices.extend([vertex(a, n, al), vertex(b, n, al), vertex(c, n, al)]);
-        }
-    }
-    // Blocks of CULL_BLOCK triangles in BVH leaf order (spatially compact), with their
-    // bounds, so each view draws only the blocks inside its frustum.
-    let cull: Vec<(Vec3, Vec3)> = scene_vertices
-        .chunks(CULL_BLOCK * 3)
-        .map(|c| {
-            c.iter()
-                .fold((Vec3::INFINITY, Vec3::NEG_INFINITY), |(l, h), v| {
-                    let p = Vec3::new(v[0], v[1], v[2]);
-                    (l.min(p), h.max(p))
-                })
-        })
-        .collect();
-    let per_buffer = ((limits.max_buffer_size / 96).clamp(1, u64::from(u32::MAX) / 3) as usize
-        / CULL_BLOCK)
-        .max(1)
-        * CULL_BLOCK
-        * 3;
-    let scene_buffers: Vec<(wgpu::Buffer, u32)> = scene_vertices
-        .chunks(per_buffer)
-        .map(|c| {
-            let b = with(
-                "intervis scene vertices",
-                wgpu::BufferUsages::VERTEX,
-                bytemuck::cast_slice(c),
-            );
-            (b, c.len() as u32)
-        })
-        .collect();
-    let mut target_vertices: Vec<Vertex> = Vec::new();
-    let mut ranges = Vec::new();
-    for mesh in &plan.meshes {
-        let first = target_vertices.len() as u32;
-        for t in &mesh.triangles {
-            let [a, b, c] = t.map(|v| mesh.positions[v as usize]);
-            let n = (b - a).cross(c - a).normalize_or_zero();
-            let al = params.target_albedo;
-            target_vertices.extend([vertex(a, n, al), vertex(b, n, al), vertex(c, n, al)]);
-        }
-        ranges.push(first..target_vertices.len() as u32);
-    }
-    let target_buffer = with(
-        "intervis target vertices",
-        wgpu::BufferUsages::VERTEX,
-        bytemuck::cast_slice(&target_vertices),
-    );
+    let geometry = Geometry::upload(device, queue, scene, plan, params);
     let light = Light {
         sun: params.sun.normalize().extend(params.ambient).into(),
         sky: params.sky,
@@ -468,11 +500,12 @@ pub(super) fn measure(
                 pass.set_pipeline(&kit.scene);
                 pass.set_bind_group(0, &view_group, &[(block as u64 * stride) as u32]);
                 let view = &plan.views[ch.view].0;
-                let per = per_buffer / 3 / CULL_BLOCK; // blocks per vertex buffer
-                for (b, (vb, n)) in scene_buffers.iter().enumerate() {
+                let per = geometry.blocks_per_buffer;
+                for (b, (vb, n)) in geometry.scene_buffers.iter().enumerate() {
                     pass.set_vertex_buffer(0, vb.slice(..));
                     let mut run: Option<(u32, u32)> = None;
-                    let blocks_here = &cull[b * per..(b * per + per).min(cull.len())];
+                    let blocks_here =
+                        &geometry.cull[b * per..(b * per + per).min(geometry.cull.len())];
                     for (k, &(lo, hi)) in blocks_here.iter().enumerate() {
                         if !in_frustum(view, u, lo, hi) {
                             continue;
@@ -529,8 +562,8 @@ pub(super) fn measure(
                 pass.draw(0..3, 0..1);
                 pass.set_pipeline(&kit.target);
                 pass.set_stencil_reference(TARGET_ID);
-                pass.set_vertex_buffer(0, target_buffer.slice(..));
-                pass.draw(ranges[placed.posture as usize].clone(), 0..1);
+                pass.set_vertex_buffer(0, geometry.target_buffer.slice(..));
+                pass.draw(geometry.ranges[placed.posture as usize].clone(), 0..1);
                 block += 1;
             }
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -578,7 +611,7 @@ pub(super) fn measure(
         count,
         plan.views.len(),
         jobs.len(),
-        scene_vertices.len() / 3,
+        geometry.scene_triangles,
         t0.elapsed()
     );
     Ok(out)
