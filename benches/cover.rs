@@ -21,15 +21,18 @@
 //! instantaneous" for one agent in UnrealScript on a 1.7 GHz laptop (seed 000); Slant Six's
 //! 32 x 32 ring graph in 0.77 ms on a PS3 PPU.
 
+#[path = "common/mod.rs"]
+mod common;
+
+use common::{dungeon, gpu_engine, ms};
 use criterion::{Criterion, Throughput};
 use glam::Vec3;
 use sightline::cover::sensor_grid::{find_cover, CoverAnswer, CoverQuery, SensorGridParams};
 use sightline::cover::Agent;
-use sightline::scene::{load_obj, procedural, LoadOptions};
+use sightline::scene::procedural;
 use sightline::trace::SplitMix64;
-use sightline::{Engine, EngineOptions, Mask, MaterialFlags, Ray, Scene};
+use sightline::{Engine, Mask, MaterialFlags, Ray, Scene};
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Queries per batch, and the pool the single-query functions cycle through.
@@ -161,43 +164,6 @@ fn prepare(name: &'static str, scene: Scene, seed: u64, gpu: Option<&Engine>) ->
 
 fn differing(a: &[CoverAnswer], b: &[CoverAnswer]) -> usize {
     a.iter().zip(b).filter(|(x, y)| x != y).count()
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-fn dungeon() -> Scene {
-    let dir = std::env::var("SIGHTLINE_DATA")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data").into());
-    let path = PathBuf::from(dir).join("dungeon.obj");
-    assert!(
-        path.is_file(),
-        "benchmark scene {} is missing: point SIGHTLINE_DATA at the folder holding dungeon.obj",
-        path.display()
-    );
-    let (scene, _report) = load_obj(&path, &LoadOptions::default())
-        .unwrap_or_else(|e| panic!("cannot load {}: {e}", path.display()));
-    scene
-}
-
-fn gpu_engine() -> Option<Engine> {
-    match Engine::headless_gpu(EngineOptions::default()) {
-        Ok(engine) => {
-            eprintln!(
-                "gpu: {}",
-                engine.adapter_name().unwrap_or("unknown adapter")
-            );
-            Some(engine)
-        }
-        Err(e) if std::env::var("SIGHTLINE_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
-            panic!("SIGHTLINE_REQUIRE_GPU=1 but no GPU engine: {e}")
-        }
-        Err(e) => {
-            eprintln!("gpu: none ({e}); skipping the gpu functions");
-            None
-        }
-    }
 }
 
 fn sensor_grid(c: &mut Criterion, cases: &[Case], gpu: Option<&Engine>) {

@@ -11,6 +11,10 @@
 //! for 3,784 waypoints. Targets here: all-pairs line of sight under 2 s; intervis at least
 //! 5,000 pairs/s.
 
+#[path = "common/mod.rs"]
+mod common;
+
+use common::gpu_engine;
 use criterion::{Criterion, Throughput};
 use glam::Vec3;
 use sightline::cover::Posture;
@@ -18,25 +22,12 @@ use sightline::intervis::measure::{measure, measure_ray_cast, IntervisPair, Inte
 use sightline::scene::procedural;
 use sightline::tables::{compute_los, sample_waypoints, LosParams, PrecomputeParams};
 use sightline::trace::SplitMix64;
-use sightline::{Engine, EngineOptions};
+use sightline::Engine;
 use std::hint::black_box;
 use std::time::Duration;
 
 /// Intervis pairs per measured call.
 const PAIRS: usize = 1_000;
-
-fn gpu_engine() -> Option<Engine> {
-    match Engine::headless_gpu(EngineOptions::default()) {
-        Ok(e) => Some(e),
-        Err(e) if std::env::var("SIGHTLINE_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
-            panic!("no GPU engine: {e}")
-        }
-        Err(e) => {
-            eprintln!("skipping gpu functions: {e}");
-            None
-        }
-    }
-}
 
 fn benches(c: &mut Criterion) {
     let scene = procedural::urban(1, 1);

@@ -13,15 +13,18 @@
 //! when no adapter exists. Setup (scene sizes, build times, the adapter, parry agreement) goes
 //! to stderr. For scale, the seed's baseline is 50,000 traces per second (seed 002, "CPU Load").
 
+#[path = "common/mod.rs"]
+mod common;
+
+use common::{dungeon, gpu_engine, ms};
 use criterion::{BatchSize, Criterion, Throughput};
 use parry3d::query::{Ray as ParryRay, RayCast};
 use parry3d::shape::TriMesh;
 use rayon::prelude::*;
-use sightline::scene::{load_obj, procedural, LoadOptions};
+use sightline::scene::procedural;
 use sightline::trace::{Segment, SplitMix64};
-use sightline::{Engine, EngineOptions, Mask, MaterialFlags, Scene};
+use sightline::{Engine, Mask, MaterialFlags, Scene};
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Segments per engine call (cpu, gpu) and per parallel parry3d loop. One gpu call takes well
@@ -111,43 +114,6 @@ fn prepare(name: &'static str, scene: Scene) -> Case {
         ms(parry_build),
     );
     Case { name, scene, parry }
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-fn dungeon() -> Scene {
-    let dir = std::env::var("SIGHTLINE_DATA")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data").into());
-    let path = PathBuf::from(dir).join("dungeon.obj");
-    assert!(
-        path.is_file(),
-        "benchmark scene {} is missing: point SIGHTLINE_DATA at the folder holding dungeon.obj",
-        path.display()
-    );
-    let (scene, _report) = load_obj(&path, &LoadOptions::default())
-        .unwrap_or_else(|e| panic!("cannot load {}: {e}", path.display()));
-    scene
-}
-
-fn gpu_engine() -> Option<Engine> {
-    match Engine::headless_gpu(EngineOptions::default()) {
-        Ok(engine) => {
-            eprintln!(
-                "gpu: {}",
-                engine.adapter_name().unwrap_or("unknown adapter")
-            );
-            Some(engine)
-        }
-        Err(e) if std::env::var("SIGHTLINE_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
-            panic!("SIGHTLINE_REQUIRE_GPU=1 but no GPU engine: {e}")
-        }
-        Err(e) => {
-            eprintln!("gpu: none ({e}); skipping the gpu functions");
-            None
-        }
-    }
 }
 
 fn occlusion(c: &mut Criterion, cases: &[Case], gpu: Option<&Engine>) {

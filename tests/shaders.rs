@@ -208,3 +208,52 @@ fn cover_field_structs_match_their_rust_twins() {
         assert_eq!(offsets[field], offset, "offset of FieldParams.{field}");
     }
 }
+
+#[test]
+fn intervis_structs_match_their_rust_twins() {
+    use sightline::intervis::measure::{Batch, Job, Light, ViewBlock};
+    let check = |file: &str, name: &str, size: usize, fields: &[(&str, usize)]| {
+        let (s, offsets) = struct_layout(file, name);
+        assert_eq!(s, size, "size of {name} in {file}.wgsl");
+        for (f, o) in fields {
+            assert_eq!(offsets[*f], *o, "offset of {name}.{f} in {file}.wgsl");
+        }
+    };
+    check(
+        "intervis_render",
+        "ViewBlock",
+        size_of::<ViewBlock>(),
+        &[
+            ("view_proj", offset_of!(ViewBlock, view_proj)),
+            ("model", offset_of!(ViewBlock, model)),
+            ("eye", offset_of!(ViewBlock, eye)),
+        ],
+    );
+    let light = [
+        ("sun", offset_of!(Light, sun)),
+        ("sky", offset_of!(Light, sky)),
+        ("focal", offset_of!(Light, focal)),
+        ("resolution", offset_of!(Light, resolution)),
+    ];
+    check("intervis_render", "Light", size_of::<Light>(), &light);
+    check("intervis_reduce", "Light", size_of::<Light>(), &light);
+    check(
+        "intervis_reduce",
+        "Job",
+        size_of::<Job>(),
+        &[
+            ("x0", offset_of!(Job, x0)),
+            ("y0", offset_of!(Job, y0)),
+            ("x1", offset_of!(Job, x1)),
+            ("y1", offset_of!(Job, y1)),
+            ("record", offset_of!(Job, record)),
+            ("layer", offset_of!(Job, layer)),
+        ],
+    );
+    check(
+        "intervis_reduce",
+        "Batch",
+        size_of::<Batch>(),
+        &[("first", 0)],
+    );
+}

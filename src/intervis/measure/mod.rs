@@ -55,6 +55,7 @@ mod gpu;
 mod humanoid;
 mod pipelines;
 
+pub use gpu::{Batch, Job, Light, ViewBlock};
 pub use humanoid::humanoid;
 
 use super::IntervisRecord;
