@@ -87,12 +87,18 @@ impl Material {
     }
 }
 
-/// Maps material names from mesh files to flags: the first rule whose pattern occurs in the
-/// lower-cased name wins; names matching no rule get `default`.
+/// Maps material names from mesh files to flags: the first rule whose pattern matches wins;
+/// names matching no rule get `default`.
+///
+/// A pattern matches whole name tokens, never letters inside a word: names and patterns are cut
+/// into lower-case tokens at `_`, `-`, `.`, spaces, digits and case changes (`WallConcrete2`
+/// is `wall concrete`, `HTMLDoor` is `html door`), and a pattern matches when its tokens appear
+/// as a consecutive run of the name's, each name token equal to the pattern's or to it plus a
+/// plural `s` or `es` (`Stairs_01` matches `stair`; `Cabinet_wood` does not match `net`).
 ///
 /// The built-in rules ([`MaterialRules::standard`]):
 ///
-/// | name contains | flags | albedo |
+/// | name has the token(s) | flags | albedo |
 /// |---|---|---|
 /// | `glass` | blocks fire only (bullet-proof glass) | 0.6 |
 /// | `foliage`, `leaf`, `leaves`, `bush`, `hedge`, `grass_tall` | blocks sight only | 0.25 |
@@ -155,15 +161,57 @@ impl MaterialRules {
     /// The material for a name from a file; the result keeps the file's name.
     #[must_use]
     pub fn resolve(&self, name: &str) -> Material {
-        let lower = name.to_lowercase();
+        let words = tokens(name);
         let m = self
             .rules
             .iter()
-            .find(|(pat, _)| lower.contains(pat.as_str()))
+            .find(|(pat, _)| matches_tokens(&words, &tokens(pat)))
             .map(|(_, m)| m)
             .unwrap_or(&self.default);
         Material::new(name, m.flags, m.albedo)
     }
+}
+
+/// Lower-case tokens of a name, cut at non-letters and at case changes (`aB`, and `ABc` before
+/// the last capital).
+fn tokens(name: &str) -> Vec<String> {
+    let chars: Vec<char> = name.chars().collect();
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_alphabetic() {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            continue;
+        }
+        let prev = i.checked_sub(1).map(|j| chars[j]);
+        let next = chars.get(i + 1).copied();
+        let lower_to_upper = prev.is_some_and(char::is_lowercase) && c.is_uppercase();
+        let acronym_end = prev.is_some_and(char::is_uppercase)
+            && c.is_uppercase()
+            && next.is_some_and(char::is_lowercase);
+        if (lower_to_upper || acronym_end) && !cur.is_empty() {
+            out.push(std::mem::take(&mut cur));
+        }
+        cur.extend(c.to_lowercase());
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Whether `pattern`'s tokens occur as a consecutive run of `words` (plural `s`/`es` allowed).
+fn matches_tokens(words: &[String], pattern: &[String]) -> bool {
+    let same = |w: &str, p: &str| {
+        w.strip_prefix(p)
+            .is_some_and(|rest| rest.is_empty() || rest == "s" || rest == "es")
+    };
+    !pattern.is_empty()
+        && words
+            .windows(pattern.len())
+            .any(|run| run.iter().zip(pattern).all(|(w, p)| same(w, p)))
 }
 
 impl Default for MaterialRules {
@@ -190,6 +238,43 @@ mod tests {
         assert_eq!(
             (m.flags, m.albedo, m.name.as_str()),
             (MaterialFlags::BLOCKS_SIGHT, 0.9, "Concrete_01")
+        );
+    }
+
+    #[test]
+    fn rules_match_whole_tokens_not_letters_inside_words() {
+        let r = MaterialRules::standard();
+        let solid = MaterialFlags::SOLID | MaterialFlags::WALKABLE;
+        for name in [
+            "Cabinet_wood",
+            "Magnet_panel",
+            "Planet_rock",
+            "Integrate_block",
+            "Waterproof_wall",
+            "Glassblower_bench",
+            "Hedgehog_statue",
+        ] {
+            assert_eq!(r.resolve(name).flags, solid, "{name}");
+        }
+        for (name, flags) in [
+            ("Fishing_Net", MaterialFlags::NONE),
+            ("net", MaterialFlags::NONE),
+            ("metal-grate.02", MaterialFlags::NONE),
+            ("WaterSurface", MaterialFlags::WALKABLE),
+            ("RiverWater3", MaterialFlags::WALKABLE),
+            ("window glass", MaterialFlags::BLOCKS_FIRE),
+            ("Stairs_01", solid),
+            ("GRASS_TALL_2", MaterialFlags::BLOCKS_SIGHT),
+            ("TallGrass", solid),
+            ("HTMLFence", MaterialFlags::NONE),
+            ("tree_leaves", MaterialFlags::BLOCKS_SIGHT),
+            ("Bushes", MaterialFlags::BLOCKS_SIGHT),
+        ] {
+            assert_eq!(r.resolve(name).flags, flags, "{name}");
+        }
+        assert_eq!(
+            tokens("WallConcrete2_HTMLDoor-x.y"),
+            ["wall", "concrete", "html", "door", "x", "y"]
         );
     }
 }

@@ -1,7 +1,8 @@
 //! Firing positions after taking cover (seed 000, "Improving Firing Positions").
 
+use super::search::{run, Job, Outcome};
 use super::{sweep, CoverAnswer, CoverQuery, SensorGridParams};
-use crate::cover::Posture;
+use crate::cover::{template_points, Posture};
 use crate::scene::{Mask, MaterialFlags, Scene};
 use crate::trace::{Ray, Segment};
 use crate::{Engine, Result};
@@ -35,18 +36,38 @@ pub fn firing_positions(
     params: &SensorGridParams,
 ) -> Result<Vec<Option<FiringPosition>>> {
     let mut out: Vec<Option<FiringPosition>> = vec![None; queries.len()];
+    // A posture change: the lowest higher posture some observer sees a template point of, and
+    // the first such observer. Traced with each query's own mask.
+    let mut change = Vec::new();
+    let mut change_owner = Vec::new();
+    for (qi, (q, a)) in queries.iter().zip(answers).enumerate() {
+        let Some(c) = &a.choice else { continue };
+        for p in Posture::ALL.into_iter().skip(c.posture as usize + 1) {
+            for (oi, &o) in q.observers.iter().enumerate() {
+                for t in template_points(&q.agent, c.position, p, o) {
+                    change.push(Job::Segment(Segment::new(o, t), q.mask));
+                    change_owner.push((qi, p, oi));
+                }
+            }
+        }
+    }
+    let seen = run(engine, scene, &change)?;
+    for (outcome, &(qi, p, oi)) in seen.iter().zip(&change_owner) {
+        let visible = matches!(outcome, Outcome::Blocked(false));
+        if visible && out[qi].is_none() {
+            out[qi] = Some(FiringPosition {
+                position: answers[qi].choice.as_ref().unwrap().position,
+                posture: p,
+                observer: oi,
+                step_back: 0.0,
+            });
+        }
+    }
     // (query, observer, distance stepped, ground ray)
     let mut candidates = Vec::new();
     for (qi, (q, a)) in queries.iter().zip(answers).enumerate() {
         let Some(c) = &a.choice else { continue };
-        let hidden = a.sensors[c.sensor].hidden;
-        if let Some(p) = (c.posture as usize + 1..3).find(|&p| !hidden[p]) {
-            out[qi] = Some(FiringPosition {
-                position: c.position,
-                posture: Posture::ALL[p],
-                observer: 0,
-                step_back: 0.0,
-            });
+        if out[qi].is_some() {
             continue;
         }
         let Some((oi, &o)) = q.observers.iter().enumerate().min_by(|x, y| {
@@ -106,18 +127,20 @@ pub fn firing_positions(
         }
         let g = ray.origin() + ray.dir() * h.t;
         for p in Posture::ALL {
-            segs.push(Segment::new(
-                queries[qi].observers[oi],
-                g + Vec3::Y * queries[qi].agent.head_height(p),
+            segs.push(Job::Segment(
+                Segment::new(
+                    queries[qi].observers[oi],
+                    g + Vec3::Y * queries[qi].agent.head_height(p),
+                ),
+                queries[qi].mask,
             ));
             owner.push((k, p, g, qi, oi, d));
         }
     }
-    let blocked = engine.occluded(
-        scene,
-        &segs,
-        queries.first().map_or(Mask::SIGHT, |q| q.mask),
-    )?;
+    let blocked: Vec<bool> = run(engine, scene, &segs)?
+        .into_iter()
+        .map(|o| matches!(o, Outcome::Blocked(true)))
+        .collect();
     // The step back must be walkable: the swept cylinder from the spot to the new point.
     let mut sweeps = Vec::new();
     let mut sweep_owner = Vec::new();
@@ -137,7 +160,7 @@ pub fn firing_positions(
         let better = out[qi]
             .as_ref()
             .is_none_or(|f| d < f.step_back || (d == f.step_back && p < f.posture));
-        if !blocked.get(i) && walkable[k] && better {
+        if !blocked[i] && walkable[k] && better {
             out[qi] = Some(FiringPosition {
                 position: g,
                 posture: p,
