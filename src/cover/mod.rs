@@ -1,5 +1,8 @@
 //! Cover and concealment: where an agent can hide from observers, and in which posture.
 //!
+//! - [`dense`]: the default search: every 0.25 m cell within reach, walked around obstacles,
+//!   the nearest one where the whole body ([`body`]) is hidden, checked with the intervis
+//!   humanoid ([`verify`]). [`nearest_cover`] is the one-agent convenience call.
 //! - [`sensor_grid`]: seed 000's sensor grid (Darken, Morgan, Paull), batched over many agents.
 //! - [`field`]: seed 001's depth-map method (Morgan, IV.E) as an area-wide GPU cover field.
 //!
@@ -7,10 +10,33 @@
 //! (`Mask::SIGHT`: foliage counts, bullet-proof glass does not), cover stops fire
 //! (`Mask::FIRE`: glass counts, foliage does not).
 
+pub mod body;
+pub mod dense;
 pub mod field;
 pub mod sensor_grid;
+pub mod verify;
 
+use crate::scene::{Mask, Scene};
+use crate::{Engine, Result};
 use glam::Vec3;
+
+/// Where a soldier at `position` hides from `observers` (eyes) behind triangles matching `mask`:
+/// the dense search ([`dense::find_cover`]) with its defaults, for one agent.
+pub fn nearest_cover(
+    engine: &Engine,
+    scene: &Scene,
+    position: Vec3,
+    observers: &[Vec3],
+    mask: Mask,
+) -> Result<dense::DenseAnswer> {
+    let query = dense::DenseQuery {
+        agent: Agent::soldier(position),
+        observers: observers.to_vec(),
+        mask,
+    };
+    let mut answers = dense::find_cover(engine, scene, &[query], &dense::DenseParams::standard())?;
+    Ok(answers.remove(0))
+}
 
 /// Body postures, lowest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

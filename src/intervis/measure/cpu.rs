@@ -5,7 +5,7 @@
 use super::{pixel_solid_angle, shade, IntervisParams, PixelBox, Placed, Plan, Sums, View};
 use crate::bvh::{Bvh, GpuTriangle};
 use crate::intervis::IntervisRecord;
-use crate::scene::{Mask, Scene, Tier};
+use crate::scene::{Scene, Tier};
 use crate::trace::cpu::{closest, RayPrep};
 use crate::trace::{HitRecord, Ray, NO_HIT};
 use crate::{Engine, Result};
@@ -52,7 +52,7 @@ pub(super) fn measure(
                 }
             }
         }
-        let hits = engine.closest_hit_records(scene, &rays, Mask::SIGHT)?;
+        let hits = engine.closest_hit_records(scene, &rays, params.mask)?;
         let mut offset = 0;
         let mut slices = Vec::with_capacity(batch.len());
         for (_, _, b) in batch {

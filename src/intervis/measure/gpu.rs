@@ -13,7 +13,7 @@
 use super::{IntervisParams, PixelBox, Placed, Plan, View};
 use crate::gpu::GpuTracer;
 use crate::intervis::IntervisRecord;
-use crate::scene::{Mask, Scene};
+use crate::scene::Scene;
 use crate::{Error, Result};
 use bytemuck::{Pod, Zeroable};
 use glam::{Mat4, Vec3};
@@ -121,7 +121,7 @@ impl Geometry {
         let mut scene_vertices: Vec<Vertex> = Vec::new();
         for tier in scene.tiers() {
             for t in &tier.triangles {
-                if t.flags & Mask::SIGHT.bits() == 0 {
+                if t.flags & params.mask.bits() == 0 {
                     continue;
                 }
                 let [a, b, c] = t.vertices();

@@ -17,8 +17,8 @@
 //!    target point, turned to face the observer (prone: lying along the line toward the
 //!    observer, head first).
 //! 3. **Pixels.** Pixel `(i, j)` (column, row from the top) of a view is the ray from the eye
-//!    through its centre. Along it: the nearest scene triangle that blocks sight
-//!    ([`Mask::SIGHT`](crate::Mask::SIGHT)) and the nearest target triangle. The stencil
+//!    through its centre. Along it: the nearest scene triangle of the measurement's mask
+//!    ([`IntervisParams::mask`], sight by default) and the nearest target triangle. The stencil
 //!    value of seed 003 (clear 0; each target fragment: 127 where it passes the depth test,
 //!    +1 where it fails) is `>= 127` where the target is nearer than (or as near as) the
 //!    scene: *exposed*; `1..=126` where only the scene is nearer: *occluded*; 0 where the ray
@@ -60,7 +60,7 @@ pub use humanoid::humanoid;
 
 use super::IntervisRecord;
 use crate::cover::Posture;
-use crate::scene::{Mesh, Scene};
+use crate::scene::{Mask, Mesh, Scene};
 use crate::{Engine, Error, Result};
 use glam::{Affine3A, Mat4, Quat, Vec2, Vec3, Vec4};
 
@@ -92,6 +92,10 @@ pub struct IntervisParams {
     pub padding: f32,
     /// Standing height of the humanoid target, metres. Default 1.8.
     pub target_height: f32,
+    /// Which scene triangles hide the target. Default [`Mask::SIGHT`] (being seen); a cover
+    /// check passes [`Mask::FIRE`] (being shot at: glass hides nothing from sight but stops
+    /// rounds, foliage the other way round).
+    pub mask: Mask,
 }
 
 impl IntervisParams {
@@ -107,6 +111,7 @@ impl IntervisParams {
             sky: 0.8,
             padding: 0.1,
             target_height: 1.8,
+            mask: Mask::SIGHT,
         }
     }
 

@@ -1,0 +1,176 @@
+//! The whole body at a spot: where it is sampled for exposure, and whether it fits there.
+//!
+//! Seed 000 tests three points per posture (the head centre and one radius to each side). That
+//! calls a posture hidden when the head is behind a slab while the body below it is seen, and
+//! never looks at the body's depth toward the observer. Here a posture's body is the upright
+//! cylinder of the agent's radius from [`BodyParams::foot`] above the ground to the posture's
+//! head height, and it is hidden from an observer when no ray from the eye reaches any point of
+//! it. A ray reaching a point inside the cylinder enters it through the surface the observer
+//! faces, so sampling that surface is enough:
+//!
+//! - **rows** from `foot` up to the head height, at most `row_spacing` apart, the top row
+//!   exactly at the head;
+//! - **columns** around the half of the cylinder facing the observer: `columns` angles spread
+//!   evenly from one side (-90 degrees) through the front (0 degrees, one radius toward the
+//!   observer: the body's depth) to the other side (+90 degrees);
+//! - the **head centre** on the axis (the top of the cylinder).
+//!
+//! The seed's three template points ([`super::template_points`]) are the head centre and the
+//! two side columns of the top row: every posture this model calls hidden, the seed's does too.
+//!
+//! **Clearance** ([`clearance_segments`]): a posture fits at a spot when the cylinder does not
+//! cut fire-blocking geometry (walls, glass): its axis from just above the ground to the head,
+//! and two horizontal diameters (along x and z) just under each posture's head, are clear.
+
+use super::{Agent, Posture};
+use crate::trace::Segment;
+use crate::{Error, Result};
+use glam::Vec3;
+
+/// How densely the body is sampled.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BodyParams {
+    /// Largest vertical gap between rows of points (metres). Default 0.2 m: 10 rows standing,
+    /// 6 crouching, 2 prone.
+    pub row_spacing: f32,
+    /// Points per row around the half of the body facing the observer (at least 2: the two
+    /// sides). Default 5: sides, the front, and the two 45-degree points.
+    pub columns: u32,
+    /// Height of the lowest row above the ground (metres). Default 0.1 m: boots and the ground
+    /// they stand on are not the body.
+    pub foot: f32,
+}
+
+impl BodyParams {
+    /// The defaults (see each field): 51 points standing, 31 crouching, 11 prone per observer.
+    #[must_use]
+    pub const fn standard() -> BodyParams {
+        BodyParams {
+            row_spacing: 0.2,
+            columns: 5,
+            foot: 0.1,
+        }
+    }
+
+    /// Checks the parameters (and their product with the agent) before anything is allocated.
+    pub fn validate(&self, agent: &Agent) -> Result<()> {
+        if !(self.row_spacing.is_finite() && self.row_spacing >= 0.01) {
+            return Err(Error::InvalidInput(format!(
+                "body row_spacing {} must be at least 0.01 m (default 0.2)",
+                self.row_spacing
+            )));
+        }
+        if !(2..=64).contains(&self.columns) {
+            return Err(Error::InvalidInput(format!(
+                "body columns {} must be 2..=64 (default 5)",
+                self.columns
+            )));
+        }
+        if !(self.foot.is_finite() && self.foot >= 0.0 && self.foot < agent.head_heights[0]) {
+            return Err(Error::InvalidInput(format!(
+                "body foot height {} must be >= 0 and below the prone head height {} (default 0.1)",
+                self.foot, agent.head_heights[0]
+            )));
+        }
+        if self.rows(agent, Posture::Standing) > 1024 {
+            return Err(Error::InvalidInput(format!(
+                "body row_spacing {} gives more than 1024 rows for a {} m body; use a larger spacing",
+                self.row_spacing,
+                agent.height()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Rows of points of `posture`.
+    #[must_use]
+    pub fn rows(&self, agent: &Agent, posture: Posture) -> usize {
+        let span = (agent.head_height(posture) - self.foot).max(0.0);
+        (span / self.row_spacing).ceil() as usize + 1
+    }
+
+    /// Points per observer of `posture`.
+    #[must_use]
+    pub fn points(&self, agent: &Agent, posture: Posture) -> usize {
+        self.rows(agent, posture) * self.columns as usize + 1
+    }
+}
+
+impl Default for BodyParams {
+    fn default() -> Self {
+        Self::standard()
+    }
+}
+
+/// Horizontal unit vectors toward the observer and to its left, from `at` (x when the observer
+/// is straight above or below).
+fn frame(at: Vec3, observer: Vec3) -> (Vec3, Vec3) {
+    let to = Vec3::new(observer.x - at.x, 0.0, observer.z - at.z);
+    let toward = if to.length_squared() > 1e-12 {
+        to.normalize()
+    } else {
+        Vec3::X
+    };
+    (toward, Vec3::new(-toward.z, 0.0, toward.x))
+}
+
+/// The sample points of the body of `posture` standing at `ground`, as seen from `observer`:
+/// the head centre first, then the rows from the top down, each from one side to the other.
+pub fn body_points(
+    agent: &Agent,
+    ground: Vec3,
+    posture: Posture,
+    observer: Vec3,
+    params: &BodyParams,
+    out: &mut Vec<Vec3>,
+) {
+    let head = agent.head_height(posture);
+    let (toward, side) = frame(ground, observer);
+    out.push(ground + Vec3::Y * head);
+    let rows = params.rows(agent, posture);
+    for r in 0..rows {
+        let h = if rows == 1 {
+            head
+        } else {
+            head - (head - params.foot) * r as f32 / (rows - 1) as f32
+        };
+        for c in 0..params.columns {
+            let a = -std::f32::consts::FRAC_PI_2
+                + std::f32::consts::PI * c as f32 / (params.columns - 1) as f32;
+            let o = (toward * a.cos() + side * a.sin()) * agent.radius;
+            out.push(ground + Vec3::Y * h + o);
+        }
+    }
+}
+
+/// Clearance segments at `ground`: per posture (prone, crouching, standing), the pieces that
+/// must be clear for it to fit, in addition to those of lower postures. Blocked by fire-blocking
+/// geometry ([`crate::Mask::FIRE`]).
+#[must_use]
+pub fn clearance_segments(agent: &Agent, ground: Vec3, foot: f32) -> [[Segment; 3]; 3] {
+    let mut low = foot;
+    Posture::ALL.map(|p| {
+        let head = agent.head_height(p);
+        // Just under the head, but above any standable slope within one radius.
+        let h = (head - 0.05).max(agent.radius * 1.05).min(head);
+        let at = ground + Vec3::Y * h;
+        let (x, z) = (Vec3::X * agent.radius, Vec3::Z * agent.radius);
+        let axis = Segment::new(ground + Vec3::Y * low, ground + Vec3::Y * head);
+        low = head;
+        [axis, Segment::new(at - x, at + x), Segment::new(at - z, at + z)]
+    })
+}
+
+/// Highest posture whose clearance pieces (and those of every lower posture) are clear, given
+/// one blocked flag per segment of [`clearance_segments`] in order.
+#[must_use]
+pub fn fitting_posture(blocked: impl Fn(usize) -> bool) -> Option<Posture> {
+    let mut fit = None;
+    for p in Posture::ALL {
+        if (0..3).any(|k| blocked(p as usize * 3 + k)) {
+            break;
+        }
+        fit = Some(p);
+    }
+    fit
+}

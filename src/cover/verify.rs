@@ -1,0 +1,148 @@
+//! Checking a cover choice before it is given: the whole-body sample ([`super::body`]) and the
+//! intervis humanoid measurement (stencil pass on the GPU, its ray twin on the CPU), both
+//! batched over many candidates.
+
+use super::body::{body_points, BodyParams};
+use super::{Agent, Posture};
+use crate::intervis::measure::{measure, IntervisPair, IntervisParams};
+use crate::scene::{Mask, Scene};
+use crate::trace::Segment;
+use crate::{Engine, Result};
+use glam::Vec3;
+
+/// Which check decided an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Check {
+    /// Seed 000's three points per posture.
+    Template,
+    /// Clearance: the body does not fit at the spot in that posture.
+    Clearance,
+    /// The whole-body sample ([`super::body`]).
+    Body,
+    /// The intervis humanoid: exposed stencil pixels (ray-cast pixels on the CPU).
+    Intervis,
+}
+
+impl Check {
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Check::Template => "template",
+            Check::Clearance => "clearance",
+            Check::Body => "body",
+            Check::Intervis => "intervis",
+        }
+    }
+}
+
+/// A spot to check: an agent's body in a posture at a ground point, against observers.
+#[derive(Clone, Copy, Debug)]
+pub struct Candidate<'a> {
+    pub agent: &'a Agent,
+    pub ground: Vec3,
+    pub posture: Posture,
+    pub observers: &'a [Vec3],
+    pub mask: Mask,
+}
+
+/// Occlusion bits of segments that carry their own masks, one engine call per mask.
+pub fn occluded_masked(engine: &Engine, scene: &Scene, segs: &[(Segment, Mask)]) -> Result<Vec<bool>> {
+    let mut out = vec![false; segs.len()];
+    let mut masks: Vec<Mask> = segs.iter().map(|s| s.1).collect();
+    masks.sort_by_key(|m| m.bits());
+    masks.dedup();
+    for m in masks {
+        let (at, batch): (Vec<usize>, Vec<Segment>) = segs
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.1 == m)
+            .map(|(i, s)| (i, s.0))
+            .unzip();
+        let bits = engine.occluded(scene, &batch, m)?;
+        for (k, i) in at.into_iter().enumerate() {
+            out[i] = bits.get(k);
+        }
+    }
+    Ok(out)
+}
+
+/// Per candidate, per observer: the share of the body sample the observer sees (0 = hidden).
+pub fn body_exposure(
+    engine: &Engine,
+    scene: &Scene,
+    candidates: &[Candidate],
+    body: &BodyParams,
+) -> Result<Vec<Vec<f32>>> {
+    let mut segs = Vec::new();
+    let mut counts = Vec::new();
+    let mut points = Vec::new();
+    for c in candidates {
+        for &o in c.observers {
+            points.clear();
+            body_points(c.agent, c.ground, c.posture, o, body, &mut points);
+            segs.extend(points.iter().map(|&p| (Segment::new(o, p), c.mask)));
+            counts.push(points.len());
+        }
+    }
+    let blocked = occluded_masked(engine, scene, &segs)?;
+    let mut at = 0;
+    let mut k = 0;
+    Ok(candidates
+        .iter()
+        .map(|c| {
+            c.observers
+                .iter()
+                .map(|_| {
+                    let n = counts[k];
+                    k += 1;
+                    let seen = blocked[at..at + n].iter().filter(|&&b| !b).count();
+                    at += n;
+                    seen as f32 / n as f32
+                })
+                .collect()
+        })
+        .collect())
+}
+
+/// Per candidate, per observer: exposed pixels of the intervis humanoid (the agent's standing
+/// height, in the candidate's posture, facing the observer) under the candidate's mask.
+pub fn intervis_exposure(
+    engine: &Engine,
+    scene: &Scene,
+    candidates: &[Candidate],
+) -> Result<Vec<Vec<u32>>> {
+    let mut out: Vec<Vec<u32>> = candidates.iter().map(|c| vec![0; c.observers.len()]).collect();
+    // One measurement call per (mask, target height): the intervis parameters are per call.
+    let mut groups: Vec<(Mask, u32)> = candidates
+        .iter()
+        .map(|c| (c.mask, c.agent.height().to_bits()))
+        .collect();
+    groups.sort_by_key(|g| (g.0.bits(), g.1));
+    groups.dedup();
+    for (mask, height) in groups {
+        let mut pairs = Vec::new();
+        let mut owner = Vec::new();
+        for (ci, c) in candidates.iter().enumerate() {
+            if c.mask != mask || c.agent.height().to_bits() != height {
+                continue;
+            }
+            for (oi, &o) in c.observers.iter().enumerate() {
+                pairs.push(IntervisPair {
+                    observer: o,
+                    target: c.ground,
+                    posture: c.posture,
+                });
+                owner.push((ci, oi));
+            }
+        }
+        let params = IntervisParams {
+            mask,
+            target_height: f32::from_bits(height),
+            ..IntervisParams::standard()
+        };
+        for (r, (ci, oi)) in measure(engine, scene, &pairs, &params)?.into_iter().zip(owner) {
+            out[ci][oi] = r.exposed;
+        }
+    }
+    Ok(out)
+}
