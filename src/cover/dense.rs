@@ -30,7 +30,7 @@
 
 use super::body::{body_points, clearance_segments, fitting_posture, BodyParams};
 use super::field::CellCover;
-use super::verify::{intervis_exposure, occluded_masked, Candidate, Check};
+use super::verify::{intervis_exposure, occluded_masked, Candidate, Check, Rejection};
 use super::{Agent, Posture};
 use crate::scene::{Mask, MaterialFlags, Scene};
 use crate::trace::{Ray, Segment};
@@ -121,16 +121,6 @@ pub struct DenseChoice {
     pub intervis_exposed: Option<Vec<u32>>,
     /// The last check that passed: `Intervis` when measured, else `Body`.
     pub decided_by: Check,
-}
-
-/// A candidate the intervis measurement turned down.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Rejection {
-    pub position: Vec3,
-    pub posture: Posture,
-    pub by: Check,
-    /// Exposed pixels per observer.
-    pub exposed: Vec<u32>,
 }
 
 /// A cell the search reached, for pictures and checks.
@@ -240,9 +230,7 @@ pub fn find_cover(
     validate(queries, params)?;
     let mut search = Search::new(queries, params);
     loop {
-        let t0 = std::time::Instant::now();
         let wave = search.step();
-        if std::env::var("DENSE_DEBUG").is_ok() { eprint!("step {:?} ", t0.elapsed()); }
         if wave.ground.is_empty()
             && wave.fit.is_empty()
             && wave.vis.is_empty()
@@ -250,10 +238,7 @@ pub fn find_cover(
         {
             break;
         }
-        let t = std::time::Instant::now();
-        let sizes = (wave.ground.len(), wave.fit.len(), wave.vis.len());
         search.trace(engine, scene, wave)?;
-        if std::env::var("DENSE_DEBUG").is_ok() { eprintln!("wave {:?} traced in {:?}", sizes, t.elapsed()); }
     }
     Ok(search.finish())
 }

@@ -35,6 +35,16 @@ impl Check {
     }
 }
 
+/// A candidate a check turned down.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rejection {
+    pub position: Vec3,
+    pub posture: Posture,
+    pub by: Check,
+    /// Exposed intervis pixels per observer (empty when the body check decided).
+    pub exposed: Vec<u32>,
+}
+
 /// A spot to check: an agent's body in a posture at a ground point, against observers.
 #[derive(Clone, Copy, Debug)]
 pub struct Candidate<'a> {

@@ -7,6 +7,8 @@ use image::Rgb;
 use serde_json::json;
 use sightline::cover::field::{cover_field as field, CellCover, CoverFieldParams};
 use sightline::cover::sensor_grid::{find_cover, firing_positions, CoverQuery, SensorGridParams};
+use sightline::cover::dense::{find_cover as dense_cover, DenseParams, DenseQuery};
+use sightline::cover::verify::Rejection;
 use sightline::cover::Agent;
 use sightline::{Engine, Mask, Scene};
 use std::path::Path;
@@ -27,6 +29,99 @@ fn underlay(canvas: &mut Canvas, f: &sightline::cover::field::CoverField) {
     }
 }
 
+fn rejected_json(r: &[Rejection]) -> Vec<serde_json::Value> {
+    r.iter()
+        .map(|x| json!({"position": v(x.position), "posture": x.posture.name(), "by": x.by.name(), "exposed_pixels": x.exposed}))
+        .collect()
+}
+
+/// `sightline cover --method dense` (the default).
+#[allow(clippy::too_many_arguments)]
+pub fn dense(
+    engine: &Engine,
+    scene: &Scene,
+    agent: Vec3,
+    observers: Vec<Vec3>,
+    mask: Mask,
+    radius: f32,
+    png: Option<&Path>,
+    as_json: bool,
+) -> AnyResult<()> {
+    let params = DenseParams {
+        radius,
+        ..DenseParams::standard()
+    };
+    let query = DenseQuery {
+        agent: Agent::soldier(agent),
+        observers,
+        mask,
+    };
+    let t = std::time::Instant::now();
+    let a = dense_cover(engine, scene, std::slice::from_ref(&query), &params)?.remove(0);
+    let secs = t.elapsed().as_secs_f64();
+    if as_json {
+        let choice = a.choice.as_ref().map(|c| json!({"position": v(c.position), "posture": c.posture.name(), "path": c.path.iter().map(|&q| v(q)).collect::<Vec<_>>(), "path_length": c.path_length, "exposure": c.exposure, "intervis_exposed": c.intervis_exposed, "decided_by": c.decided_by.name()}));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"agent": v(agent), "method": "dense", "choice": choice, "rejected": rejected_json(&a.rejected), "explored_cells": a.explored.len(), "rays": a.rays, "seconds": secs}))?
+        );
+    } else {
+        match &a.choice {
+            Some(c) => println!(
+                "cover at {} ({:.2} m walk, arrive {}, decided by {}), path {:?}; {} cells searched, {} rays, {} rejected, {:.2} ms",
+                c.position,
+                c.path_length,
+                c.posture.name(),
+                c.decided_by.name(),
+                c.path,
+                a.explored.len(),
+                a.rays,
+                a.rejected.len(),
+                secs * 1e3
+            ),
+            None => println!(
+                "no reachable cover within {radius} m ({} cells searched, {} rays, {} rejected, {:.2} ms)",
+                a.explored.len(),
+                a.rays,
+                a.rejected.len(),
+                secs * 1e3
+            ),
+        }
+    }
+    if let Some(path) = png {
+        let size = (2.0 * radius).min(60.0);
+        let mut canvas = Canvas::new(agent, size, (900.0 / size).max(4.0));
+        let fp = CoverFieldParams {
+            size,
+            cell: params.cell,
+            ..Default::default()
+        };
+        let f = field(engine, scene, agent, &query.agent, &query.observers, mask, &fp)?;
+        underlay(&mut canvas, &f);
+        // The searched cells, outlined in white over the field.
+        for e in &a.explored {
+            canvas.disc(e.position, 1.0, Rgb([255, 255, 255]));
+        }
+        for r in &a.rejected {
+            canvas.disc(r.position, 5.0, Rgb([230, 40, 40]));
+        }
+        if let Some(c) = &a.choice {
+            for w in c.path.windows(2) {
+                canvas.line(w[0], w[1], Rgb([255, 255, 255]));
+            }
+            canvas.ring(c.position, 9.0, Rgb([255, 255, 255]));
+        }
+        canvas.disc(agent, 6.0, Rgb([255, 220, 0]));
+        mark_observers(&mut canvas, &query.observers);
+        canvas
+            .img
+            .save(path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
 fn mark_observers(canvas: &mut Canvas, observers: &[Vec3]) {
     for &o in observers {
         canvas.disc(o, 7.0, Rgb([0, 0, 0]));
@@ -45,7 +140,7 @@ pub fn cover(
     png: Option<&Path>,
     as_json: bool,
 ) -> AnyResult<()> {
-    let params = SensorGridParams::darken2005();
+    let params = SensorGridParams::verified();
     let query = CoverQuery {
         agent: Agent::soldier(agent),
         observers,
@@ -69,7 +164,7 @@ pub fn cover(
             .iter()
             .map(|s| json!({"ring": s.ring, "position": v(s.position), "fate": format!("{:?}", s.fate), "hidden": s.hidden, "path": s.path.as_ref().map(|p| p.iter().map(|&q| v(q)).collect::<Vec<_>>())}))
             .collect();
-        let choice = a.choice.as_ref().map(|c| json!({"sensor": c.sensor, "position": v(c.position), "posture": c.posture.name(), "path": c.path.iter().map(|&q| v(q)).collect::<Vec<_>>(), "path_length": c.path_length}));
+        let choice = a.choice.as_ref().map(|c| json!({"sensor": c.sensor, "position": v(c.position), "posture": c.posture.name(), "path": c.path.iter().map(|&q| v(q)).collect::<Vec<_>>(), "path_length": c.path_length, "exposure": c.exposure, "intervis_exposed": c.intervis_exposed, "decided_by": c.decided_by.name()}));
         let fire = firing[0].as_ref().map(|f| json!({"position": v(f.position), "posture": f.posture.name(), "observer": f.observer, "step_back": f.step_back}));
         println!(
             "{}",
@@ -80,10 +175,11 @@ pub fn cover(
     } else {
         match &a.choice {
             Some(c) => println!(
-                "cover at {} ({} m away, arrive {}), path {:?}; {} rays in {:.2} ms",
+                "cover at {} ({} m away, arrive {}, decided by {}), path {:?}; {} rays in {:.2} ms",
                 c.position,
                 c.path_length,
                 c.posture.name(),
+                c.decided_by.name(),
                 c.path,
                 a.rays,
                 secs * 1e3

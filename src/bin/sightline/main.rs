@@ -73,6 +73,14 @@ impl CoverMaskArg {
     }
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum MethodArg {
+    /// The dense search (default).
+    Dense,
+    /// Darken, Morgan and Paull's sensor grid.
+    SensorGrid,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Trace segments from a CSV file (x0,y0,z0,x1,y1,z1 per line); write hit,distance,triangle.
@@ -111,9 +119,17 @@ enum Command {
         observers: Vec<Vec3>,
         #[arg(long, value_enum, default_value_t = CoverMaskArg::Cover)]
         mask: CoverMaskArg,
-        /// Use the built-in village's waypoints as extra path points (village only).
+        /// Use the built-in village's waypoints as extra path points (village only; the
+        /// sensor-grid method).
         #[arg(long)]
         waypoints: bool,
+        /// How to search: every 0.25 m cell walked around obstacles (dense), or the seed's
+        /// 51-sensor grid (sensor-grid). Both check the whole body and the intervis humanoid.
+        #[arg(long, value_enum, default_value_t = MethodArg::Dense)]
+        method: MethodArg,
+        /// Search radius of the dense method, metres.
+        #[arg(long, default_value_t = 20.0)]
+        radius: f32,
         #[arg(long)]
         png: Option<PathBuf>,
         /// Print the answer as JSON.
@@ -324,11 +340,19 @@ fn run(cli: Cli) -> AnyResult<()> {
             observers,
             mask,
             waypoints,
+            method,
+            radius,
             png,
             json,
         } => {
             let s = load_scene(&scene)?;
             let e = engine(scene.backend)?;
+            if method == MethodArg::Dense {
+                if waypoints {
+                    return Err("--waypoints belongs to --method sensor-grid (the dense search walks the grid itself)".into());
+                }
+                return cover_cmd::dense(&e, &s, agent, observers, mask.mask(), radius, png.as_deref(), json);
+            }
             let waypoints = if waypoints {
                 procedural::village_waypoints()
             } else {

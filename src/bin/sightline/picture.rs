@@ -155,12 +155,13 @@ pub fn cover_colour(c: sightline::cover::field::CellCover) -> Rgb<u8> {
 }
 
 /// Sensor colour by fate: red seen, blues hidden (darker = higher posture), orange unreachable,
-/// grey not standable, black no ground, white skipped.
+/// grey not standable, purple obstructed (the body does not fit), black no ground, white skipped.
 pub fn fate_colour(f: sightline::cover::sensor_grid::SensorFate) -> Rgb<u8> {
     use sightline::cover::{sensor_grid::SensorFate, Posture};
     match f {
         SensorFate::NoGround => Rgb([0, 0, 0]),
         SensorFate::NotStandable => Rgb([128, 128, 128]),
+        SensorFate::Obstructed => Rgb([150, 60, 170]),
         SensorFate::Visible => Rgb([230, 40, 40]),
         SensorFate::Unreachable => Rgb([255, 150, 0]),
         SensorFate::Hidden(Posture::Prone) => Rgb([130, 200, 255]),

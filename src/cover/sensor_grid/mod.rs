@@ -15,6 +15,8 @@ mod search;
 pub use amortized::AmortizedCover;
 pub use firing::{firing_positions, FiringPosition};
 
+use super::body::BodyParams;
+use super::verify::{body_exposure, intervis_exposure, Candidate, Check, Rejection};
 use super::{Agent, Posture};
 use crate::scene::{Mask, Scene};
 use crate::trace::Segment;
@@ -35,6 +37,11 @@ pub struct SensorGridParams {
     pub outer_gap: f32,
     /// Rotate every other ring by half a step (seed 001 V.D.3.b).
     pub stagger: bool,
+    /// Check the chosen sensor's whole body ([`crate::cover::body`]) and then the intervis
+    /// humanoid before answering; a candidate that fails gives way to the next nearest.
+    /// Off in [`SensorGridParams::darken2005`] (the seed's method as published), on in
+    /// [`SensorGridParams::verified`].
+    pub verify: bool,
     /// Steepest standable slope (radians).
     pub max_slope: f32,
     /// Ground rays start this far above the agent's feet (a step it can climb).
@@ -59,10 +66,21 @@ impl SensorGridParams {
             inner_gap: 1.5,
             outer_gap: 3.0,
             stagger: true,
+            verify: false,
             max_slope: std::f32::consts::FRAC_PI_4,
             step_height: 0.3,
             sweep_heights: [0.25, 0.55, 0.9],
             incremental: false,
+        }
+    }
+
+    /// The seed's grid, with every choice checked: the whole body hidden from every observer,
+    /// then no exposed intervis pixel.
+    #[must_use]
+    pub const fn verified() -> SensorGridParams {
+        SensorGridParams {
+            verify: true,
+            ..Self::darken2005()
         }
     }
 
@@ -119,6 +137,9 @@ pub enum SensorFate {
     NoGround,
     /// Steeper than `max_slope`, or a surface agents cannot stand on.
     NotStandable,
+    /// The body does not fit there in any posture: inside a solid object, under a low
+    /// overhang, or against a wall (see [`crate::cover::body`], clearance).
+    Obstructed,
     /// Some observer sees every posture.
     Visible,
     /// Hidden, but neither straight nor two-segment paths reach it.
@@ -153,6 +174,12 @@ pub struct CoverChoice {
     /// Agent position, optional via point, the spot.
     pub path: Vec<Vec3>,
     pub path_length: f32,
+    /// With `verify`: per observer, the share of the body sample seen (all 0).
+    pub exposure: Option<Vec<f32>>,
+    /// With `verify`: per observer, exposed pixels of the intervis humanoid (all 0).
+    pub intervis_exposed: Option<Vec<u32>>,
+    /// The last check the choice passed: `Template` (the seed's), or `Intervis` with `verify`.
+    pub decided_by: Check,
 }
 
 /// The answer to one [`CoverQuery`].
@@ -160,6 +187,8 @@ pub struct CoverChoice {
 pub struct CoverAnswer {
     pub sensors: Vec<SensorReport>,
     pub choice: Option<CoverChoice>,
+    /// Candidates the verification turned down, nearest first.
+    pub rejected: Vec<Rejection>,
     /// Rays traced for this query.
     pub rays: usize,
 }
@@ -179,7 +208,127 @@ pub fn find_cover(
         let out: Vec<Option<Outcome>> = run(engine, scene, &jobs)?.into_iter().map(Some).collect();
         search.apply(&out, scene);
     }
-    Ok(assemble(&search))
+    let mut answers = assemble(&search);
+    if params.verify {
+        verify_choices(engine, scene, queries, &mut answers)?;
+    }
+    Ok(answers)
+}
+
+/// Replaces each choice by the nearest candidate whose whole body hides (at the highest such
+/// posture the template also hides) and whose intervis humanoid shows no pixel, trying up to
+/// `MAX_VERIFIED` candidates per query in order of path length.
+fn verify_choices(
+    engine: &Engine,
+    scene: &Scene,
+    queries: &[CoverQuery],
+    answers: &mut [CoverAnswer],
+) -> Result<()> {
+    const MAX_VERIFIED: usize = 8;
+    let body = BodyParams::standard();
+    // Candidates per query: hidden, reachable sensors by path length.
+    let mut queue: Vec<Vec<usize>> = answers
+        .iter()
+        .map(|a| {
+            let mut c: Vec<usize> = (0..a.sensors.len())
+                .filter(|&i| matches!(a.sensors[i].fate, SensorFate::Hidden(_)))
+                .collect();
+            c.sort_by(|&x, &y| {
+                let l = |i: usize| path_length(a.sensors[i].path.as_deref().unwrap_or(&[]));
+                l(x).total_cmp(&l(y)).then(x.cmp(&y))
+            });
+            c.truncate(MAX_VERIFIED);
+            c.reverse();
+            c
+        })
+        .collect();
+    for a in answers.iter_mut() {
+        a.choice = None;
+    }
+    loop {
+        // Next candidate of every unresolved query, each posture the template hides.
+        let mut tries = Vec::new();
+        for (qi, a) in answers.iter().enumerate() {
+            if a.choice.is_some() {
+                continue;
+            }
+            if let Some(&i) = queue[qi].last() {
+                let s = &a.sensors[i];
+                for p in Posture::ALL.into_iter().filter(|&p| s.hidden[p as usize]) {
+                    tries.push((qi, i, p));
+                }
+            }
+        }
+        if tries.is_empty() {
+            return Ok(());
+        }
+        let candidate = |&(qi, _, p): &(usize, usize, Posture), at: Vec3| Candidate {
+            agent: &queries[qi].agent,
+            ground: at,
+            posture: p,
+            observers: &queries[qi].observers,
+            mask: queries[qi].mask,
+        };
+        let cands: Vec<Candidate> = tries
+            .iter()
+            .map(|t| candidate(t, answers[t.0].sensors[t.1].position))
+            .collect();
+        let exposure = body_exposure(engine, scene, &cands, &body)?;
+        // Per query: the highest posture whose body hides.
+        let mut best: Vec<Option<(usize, Posture, Vec<f32>)>> = vec![None; answers.len()];
+        let mut tried: Vec<Option<(usize, Posture)>> = vec![None; answers.len()];
+        for (&(qi, i, p), e) in tries.iter().zip(exposure) {
+            tried[qi] = Some((i, p));
+            if e.iter().all(|&x| x == 0.0) {
+                best[qi] = Some((i, p, e));
+            }
+        }
+        let passed: Vec<(usize, usize, Posture, Vec<f32>)> = best
+            .into_iter()
+            .enumerate()
+            .filter_map(|(qi, b)| b.map(|(i, p, e)| (qi, i, p, e)))
+            .collect();
+        for (qi, t) in tried.iter().enumerate() {
+            if let (Some((i, p)), false) = (t, passed.iter().any(|x| x.0 == qi)) {
+                answers[qi].rejected.push(Rejection {
+                    position: answers[qi].sensors[*i].position,
+                    posture: *p,
+                    by: Check::Body,
+                    exposed: Vec::new(),
+                });
+                queue[qi].pop();
+            }
+        }
+        let cands: Vec<Candidate> = passed
+            .iter()
+            .map(|(qi, i, p, _)| candidate(&(*qi, *i, *p), answers[*qi].sensors[*i].position))
+            .collect();
+        let pixels = intervis_exposure(engine, scene, &cands)?;
+        for ((qi, i, p, e), px) in passed.into_iter().zip(pixels) {
+            queue[qi].pop();
+            let a = &mut answers[qi];
+            if px.iter().any(|&n| n > 0) {
+                a.rejected.push(Rejection {
+                    position: a.sensors[i].position,
+                    posture: p,
+                    by: Check::Intervis,
+                    exposed: px,
+                });
+                continue;
+            }
+            let path = a.sensors[i].path.clone().unwrap_or_default();
+            a.choice = Some(CoverChoice {
+                sensor: i,
+                position: a.sensors[i].position,
+                posture: p,
+                path_length: path_length(&path),
+                path,
+                exposure: Some(e),
+                intervis_exposed: Some(px),
+                decided_by: Check::Intervis,
+            });
+        }
+    }
 }
 
 fn validate(queries: &[CoverQuery], params: &SensorGridParams) -> Result<()> {
@@ -260,6 +409,7 @@ fn assemble(search: &Search) -> Vec<CoverAnswer> {
                 })
                 .collect(),
             choice: None,
+            rejected: Vec::new(),
             rays,
         })
         .collect();
@@ -274,6 +424,7 @@ fn assemble(search: &Search) -> Vec<CoverAnswer> {
         ) {
             (None, ..) => SensorFate::NoGround,
             (_, false, ..) => SensorFate::NotStandable,
+            _ if s.fit.is_none() => SensorFate::Obstructed,
             (_, _, None, _) => SensorFate::Visible,
             (_, _, Some(_), None) => SensorFate::Unreachable,
             (_, _, Some(p), Some(_)) => SensorFate::Hidden(Posture::ALL[p]),
@@ -301,6 +452,9 @@ fn assemble(search: &Search) -> Vec<CoverAnswer> {
             posture,
             path,
             path_length: len,
+            exposure: None,
+            intervis_exposed: None,
+            decided_by: Check::Template,
         });
     }
     answers

@@ -4,6 +4,7 @@
 //! (hidden, clear), except ground, which is unknown until traced.
 
 use super::{sweep, CoverQuery, SensorGridParams};
+use crate::cover::body::{clearance_segments, fitting_posture, BodyParams};
 use crate::cover::{template_points, Posture};
 use crate::scene::{Mask, MaterialFlags, Scene};
 use crate::trace::{Hit, Ray, Segment};
@@ -68,6 +69,9 @@ pub fn run(engine: &Engine, scene: &Scene, jobs: &[Job]) -> Result<Vec<Outcome>>
     Ok(out)
 }
 
+/// `Owners::posture` of a clearance job.
+const CLEARANCE: usize = usize::MAX;
+
 #[derive(Clone, Debug)]
 pub struct Sensor {
     pub query: usize,
@@ -76,8 +80,17 @@ pub struct Sensor {
     pub ground: Option<Vec3>,
     pub standable: bool,
     pub hidden: [bool; 3],
+    /// The highest posture whose body fits at the spot (clearance), once traced.
+    pub fit: Option<Posture>,
     pub straight: bool,
     pub path: Option<Vec<Vec3>>,
+}
+
+impl Sensor {
+    /// Ground an agent can stand on and whose body fits there (unknown fit reads as fitting).
+    pub fn walkable(&self) -> bool {
+        self.ground.is_some() && self.standable && self.fit.is_some()
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,6 +172,7 @@ impl Search {
                                 ground: None,
                                 standable: false,
                                 hidden: [false; 3],
+                                fit: None,
                                 straight: false,
                                 path: None,
                             });
@@ -213,14 +227,23 @@ impl Search {
                             }
                         }
                     }
-                    self.rays[s.query] += 9 * q.observers.len();
+                    // Clearance: does the body fit at the spot, and in which postures?
+                    let foot = BodyParams::standard().foot;
+                    for seg in clearance_segments(&q.agent, g, foot).into_iter().flatten() {
+                        jobs.push((Job::Segment(seg, Mask::FIRE), 6 * 64 + s.ring));
+                        owners.sensor.push(k);
+                        owners.posture.push(CLEARANCE);
+                    }
+                    self.rays[s.query] += 9 * q.observers.len() + 9;
                 }
             }
             Stage::Straight => {
+                // Every standable sensor the body fits at may be reached straight, seen or not;
+                // those it fits at crouching or standing may be a two-segment path's first leg
+                // (seed 000, step 6: "some other straight-line accessible sensor").
                 for k in self.round_start..self.sensors.len() {
                     let s = &self.sensors[k];
-                    let (Some(g), true, true) = (s.ground, s.hidden.iter().any(|&h| h), s.ring > 0)
-                    else {
+                    let (Some(g), true, true) = (s.ground, s.walkable(), s.ring > 0) else {
                         continue;
                     };
                     let q = &self.queries[s.query];
@@ -300,12 +323,25 @@ impl Search {
                 self.stage = Stage::Visibility;
             }
             Stage::Visibility => {
+                let mut clearance: BTreeMap<usize, Vec<bool>> = BTreeMap::new();
                 for s in &mut self.sensors[self.round_start..] {
                     s.hidden = [s.ground.is_some() && s.standable; 3];
                 }
                 for (i, (&k, &p)) in owners.sensor.iter().zip(&owners.posture).enumerate() {
-                    if matches!(out[i], Some(Outcome::Blocked(false))) {
+                    if p == CLEARANCE {
+                        // Untraced clearance reads as clear (optimistic, like the rest).
+                        clearance.entry(k).or_default().push(blocked(i));
+                    } else if matches!(out[i], Some(Outcome::Blocked(false))) {
                         self.sensors[k].hidden[p] = false;
+                    }
+                }
+                for (k, b) in clearance {
+                    let s = &mut self.sensors[k];
+                    s.fit = fitting_posture(|i| b[i]);
+                    for p in Posture::ALL {
+                        if s.fit.is_none_or(|f| p > f) {
+                            s.hidden[p as usize] = false;
+                        }
                     }
                 }
                 self.stage = Stage::Straight;
@@ -317,9 +353,7 @@ impl Search {
                 }
                 for (k, s) in self.sensors.iter_mut().enumerate().skip(self.round_start) {
                     let a = self.queries[s.query].agent.position;
-                    s.straight = s.ground.is_some()
-                        && s.hidden.iter().any(|&h| h)
-                        && (s.ring == 0 || clear[k]);
+                    s.straight = s.walkable() && (s.ring == 0 || clear[k]);
                     if s.ring == 0 && s.ground.is_some() {
                         s.straight = true;
                     }
@@ -356,7 +390,11 @@ impl Search {
                     .enumerate()
                     .map(|(qi, q)| waypoint_paths(qi, q, &clear))
                     .collect();
-                for s in self.sensors.iter().filter(|s| s.straight && s.ring > 0) {
+                for s in self
+                    .sensors
+                    .iter()
+                    .filter(|s| s.straight && s.ring > 0 && s.fit >= Some(Posture::Crouching))
+                {
                     self.vias[s.query].push(vec![
                         self.queries[s.query].agent.position,
                         s.ground.unwrap(),
