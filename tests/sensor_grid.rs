@@ -2,6 +2,8 @@
 
 #[path = "common/gpu.rs"]
 mod gpu;
+#[path = "common/scenes.rs"]
+mod scenes;
 
 use glam::{Affine3A, Vec3};
 use sightline::cover::sensor_grid::{
@@ -10,52 +12,8 @@ use sightline::cover::sensor_grid::{
 use sightline::cover::{Agent, Posture};
 use sightline::scene::procedural;
 use sightline::trace::SplitMix64;
-use sightline::{Engine, Mask, Material, MaterialFlags, Mesh, Mobility, Scene};
-
-const GROUND: u32 = 0;
-const SOLID: u32 = 1;
-const FOLIAGE: u32 = 2;
-const GLASS: u32 = 3;
-
-fn materials() -> Vec<Material> {
-    vec![
-        Material::new(
-            "ground",
-            MaterialFlags::SOLID | MaterialFlags::WALKABLE,
-            0.4,
-        ),
-        Material::new("wall", MaterialFlags::SOLID, 0.6),
-        Material::new("foliage", MaterialFlags::BLOCKS_SIGHT, 0.3),
-        Material::new("glass", MaterialFlags::BLOCKS_FIRE, 0.7),
-    ]
-}
-
-/// A closed axis-aligned box.
-fn cuboid(mesh: &mut Mesh, lo: Vec3, hi: Vec3, material: u32) {
-    let c =
-        |x: usize, y: usize, z: usize| Vec3::new([lo.x, hi.x][x], [lo.y, hi.y][y], [lo.z, hi.z][z]);
-    let faces = [
-        [c(0, 0, 0), c(0, 0, 1), c(0, 1, 1), c(0, 1, 0)],
-        [c(1, 0, 0), c(1, 1, 0), c(1, 1, 1), c(1, 0, 1)],
-        [c(0, 0, 0), c(1, 0, 0), c(1, 0, 1), c(0, 0, 1)],
-        [c(0, 1, 0), c(0, 1, 1), c(1, 1, 1), c(1, 1, 0)],
-        [c(0, 0, 0), c(0, 1, 0), c(1, 1, 0), c(1, 0, 0)],
-        [c(0, 0, 1), c(1, 0, 1), c(1, 1, 1), c(0, 1, 1)],
-    ];
-    for [a, b, cc, d] in faces {
-        mesh.push_quad(a, b, cc, d, material);
-    }
-}
-
-fn ground(mesh: &mut Mesh, half: f32, y: f32) {
-    mesh.push_quad(
-        Vec3::new(-half, y, -half),
-        Vec3::new(-half, y, half),
-        Vec3::new(half, y, half),
-        Vec3::new(half, y, -half),
-        GROUND,
-    );
-}
+use scenes::{cuboid, ground, materials, FOLIAGE, GLASS, GROUND, SOLID};
+use sightline::{Engine, Mask, Mesh, Mobility, Scene};
 
 fn engines() -> Vec<Engine> {
     std::iter::once(Engine::cpu())
@@ -569,8 +527,8 @@ fn moving_a_vehicle_changes_the_answer() {
 }
 
 /// The thesis's known failure (seed 001, chapter VII): an agent in a room that an observer at the
-/// window sees entirely, whose only cover is outside. Sensors alone cannot thread the doorway;
-/// with the level's waypoints the agent leaves through it.
+/// window sees entirely, whose only cover is outside. With the level's waypoints the agent leaves
+/// through the doorway.
 #[test]
 fn the_doorway_failure_reproduced_and_fixed_with_waypoints() {
     use sightline::scene::procedural::{village_layout, village_waypoints};
@@ -597,15 +555,22 @@ fn the_doorway_failure_reproduced_and_fixed_with_waypoints() {
             .filter(|s| in_main_room(s.position))
             .collect();
         assert!(
-            room.len() > 5 && room.iter().all(|s| s.fate == SensorFate::Visible),
-            "the observer sees the whole room"
+            room.len() > 5
+                && room
+                    .iter()
+                    .all(|s| matches!(s.fate, SensorFate::Visible | SensorFate::Obstructed)),
+            "the observer sees every sensor of the room the body fits at"
         );
-        assert!(
-            without.choice.is_none(),
-            "{:?}: sensors alone found {:?}",
-            engine.backend(),
-            without.choice
-        );
+        // Two-segment paths may pass through seen sensors (seed 000, step 6), so the grid
+        // alone may leave the room; it never stays in it.
+        if let Some(c) = &without.choice {
+            assert!(
+                !in_main_room(c.position),
+                "{:?}: sensors alone chose {} in the room",
+                engine.backend(),
+                c.position
+            );
+        }
         q.waypoints = village_waypoints();
         let with = &find_cover(&engine, &scene, &[q], &SensorGridParams::darken2005()).unwrap()[0];
         let choice = with

@@ -13,7 +13,8 @@
 //! - **columns** around the half of the cylinder facing the observer: `columns` angles spread
 //!   evenly from one side (-90 degrees) through the front (0 degrees, one radius toward the
 //!   observer: the body's depth) to the other side (+90 degrees);
-//! - the **head centre** on the axis (the top of the cylinder).
+//! - the **head centre** on the axis, and the top row carried on around the back of the head
+//!   (the top of the cylinder: an observer above sees its far edge over a crest).
 //!
 //! The seed's three template points ([`super::template_points`]) are the head centre and the
 //! two side columns of the top row: every posture this model calls hidden, the seed's does too.
@@ -31,7 +32,7 @@ use glam::Vec3;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BodyParams {
     /// Largest vertical gap between rows of points (metres). Default 0.2 m: 10 rows standing,
-    /// 6 crouching, 2 prone.
+    /// 6 crouching, 3 prone.
     pub row_spacing: f32,
     /// Points per row around the half of the body facing the observer (at least 2: the two
     /// sides). Default 5: sides, the front, and the two 45-degree points.
@@ -42,7 +43,7 @@ pub struct BodyParams {
 }
 
 impl BodyParams {
-    /// The defaults (see each field): 51 points standing, 31 crouching, 11 prone per observer.
+    /// The defaults (see each field): 54 points standing, 34 crouching, 19 prone per observer.
     #[must_use]
     pub const fn standard() -> BodyParams {
         BodyParams {
@@ -92,7 +93,7 @@ impl BodyParams {
     /// Points per observer of `posture`.
     #[must_use]
     pub fn points(&self, agent: &Agent, posture: Posture) -> usize {
-        self.rows(agent, posture) * self.columns as usize + 1
+        self.rows(agent, posture) * self.columns as usize + self.columns as usize - 1
     }
 }
 
@@ -134,7 +135,13 @@ pub fn body_points(
         } else {
             head - (head - params.foot) * r as f32 / (rows - 1) as f32
         };
-        for c in 0..params.columns {
+        // The top row goes all the way round; the others cover the front half.
+        let columns = if r == 0 {
+            2 * (params.columns - 1)
+        } else {
+            params.columns
+        };
+        for c in 0..columns {
             let a = -std::f32::consts::FRAC_PI_2
                 + std::f32::consts::PI * c as f32 / (params.columns - 1) as f32;
             let o = (toward * a.cos() + side * a.sin()) * agent.radius;

@@ -169,7 +169,7 @@ pub fn cover(
         println!(
             "{}",
             serde_json::to_string_pretty(
-                &json!({"agent": v(agent), "choice": choice, "firing_position": fire, "rays": a.rays, "seconds": secs, "sensors": sensors})
+                &json!({"agent": v(agent), "method": "sensor-grid", "choice": choice, "rejected": rejected_json(&a.rejected), "firing_position": fire, "rays": a.rays, "seconds": secs, "sensors": sensors})
             )?
         );
     } else {
