@@ -1,13 +1,16 @@
-// Depth cube faces for the cover field (seed 001, IV.E): one render pass per face of each
-// observer's cube draws the masked triangles and stores, per texel, the straight-line distance
-// from the eye to the nearest surface (R32Float colour; a reversed-Z Depth32Float attachment
-// picks the nearest). Texels with no surface keep the clear value (3e38, "nothing there").
-// Self-contained (no common.wgsl). Rust twin of `Face`: `cover::field::gpu::Face`.
+// Depth views for the cover field (seed 001, IV.E): one render pass per face of each observer's
+// view (a cube of six 90-degree faces, or one square frustum aimed at the field) draws the
+// masked triangles and stores, per texel, the straight-line distance from the eye to the
+// nearest surface (R32Float colour; a reversed-Z Depth32Float attachment picks the nearest).
+// Texels with no surface keep the clear value (3e38, "nothing there"). Self-contained (no
+// common.wgsl). Rust twin of `Face`: `cover::field::Face`.
 
 struct Face {
-    // Projection * view of this cube face: 90-degree square frustum, reversed infinite Z.
+    // Projection * view of this face, reversed infinite Z: a 90-degree square frustum for a
+    // cube face, a square frustum just covering the field for a single view.
     view_proj: mat4x4<f32>,
-    // xyz: the observer's eye; w unused.
+    // xyz: the observer's eye. w: 0 for a cube face; for a single view, the tangent of its half
+    // field of view (read by the classify pass only).
     eye: vec4<f32>,
 }
 

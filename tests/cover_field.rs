@@ -1,17 +1,19 @@
-//! The depth-map cover field (seed 001, IV.E): the GPU depth cubes against exact ray casting on
-//! the built-in scenes, exact classes behind a rock, a half-height wall and a foliage wall,
-//! cover versus concealment, and bad input.
+//! The depth-map cover field (seed 001, IV.E): the GPU depth views against exact ray casting on
+//! the built-in scenes and outside a ray-cast edge band for threats from 1 m to 100 km, the
+//! choice of view per observer, exact classes behind a rock, a half-height wall and a foliage
+//! wall, cover versus concealment, and bad input.
 
 #[path = "common/gpu.rs"]
 mod gpu;
 
 use glam::{Vec2, Vec3};
 use sightline::cover::field::{
-    cover_field, cover_field_ray_cast, CellCover, CoverField, CoverFieldParams,
+    cover_field, cover_field_ray_cast, CellCover, CoverField, CoverFieldParams, DepthView,
+    FieldBounds,
 };
-use sightline::cover::{Agent, Posture};
+use sightline::cover::{template_points, Agent, Posture};
 use sightline::scene::procedural;
-use sightline::{Engine, Error, Mask, Material, MaterialFlags, Mesh, Scene};
+use sightline::{Engine, Error, Mask, Material, MaterialFlags, Mesh, Scene, Segment};
 
 const EYE: f32 = 1.7;
 
@@ -208,7 +210,326 @@ fn observers_beyond_one_texture_array_are_processed_in_groups() {
     );
 }
 
-/// Both paths: the CPU twin, and when there is a GPU the depth cubes and ray casting through
+/// How far the edge band reaches, in texel footprints at each template point's distance.
+const BAND_FOOTPRINTS: f32 = 2.0;
+
+/// The edge band of a ray-cast field for one observer: the ground cells whose ray-cast posture
+/// bits change when every template point of the cell is displaced together by up to
+/// `BAND_FOOTPRINTS` texel footprints (`footprint_per_metre` times the point's distance) across
+/// its ray, in any of 8 directions, or by up to `bias` plus that much along it, towards or away
+/// from the eye (sampled every half footprint across, every quarter of the reach along). The
+/// depth map can only err where such a move matters: a silhouette or a grazing surface within
+/// the 2x2 texels around the point's projection, or a surface within the slack of the point;
+/// outside the band the GPU must agree with ray casting. `reference` must be the ray-cast field
+/// of `observer` alone; the bits of the undisplaced points are checked against it.
+fn edge_band(
+    scene: &Scene,
+    reference: &CoverField,
+    observer: Vec3,
+    footprint_per_metre: f32,
+    bias: f32,
+    mask: Mask,
+) -> Vec<bool> {
+    const STEPS: usize = 4; // magnitudes per direction
+    const DISPLACEMENTS: usize = 1 + 8 * STEPS + 2 * STEPS;
+    let agent = soldier();
+    let ground: Vec<usize> = (0..reference.cells.len())
+        .filter(|&i| reference.cells[i] != CellCover::NotGround)
+        .collect();
+    // Displacement j of a template point: none, then 8 directions across the ray, then towards
+    // and away from the eye, each at STEPS growing magnitudes.
+    let displace = |t: Vec3, j: usize| -> Vec3 {
+        let to = t - observer;
+        let (r, dist) = (to.normalize(), to.length());
+        let u = (r.cross(Vec3::Y).try_normalize()).unwrap_or_else(|| r.cross(Vec3::X).normalize());
+        let v = u.cross(r);
+        let across = BAND_FOOTPRINTS * footprint_per_metre * dist;
+        if j == 0 {
+            return t;
+        }
+        let (direction, step) = ((j - 1) / STEPS, ((j - 1) % STEPS + 1) as f32 / STEPS as f32);
+        match direction {
+            0..8 => {
+                let a = direction as f32 * std::f32::consts::FRAC_PI_4;
+                t + (u * a.cos() + v * a.sin()) * across * step
+            }
+            8 => t - r * (bias + across) * step,
+            _ => t + r * (bias + across) * step,
+        }
+    };
+    let mut segments = Vec::with_capacity(ground.len() * DISPLACEMENTS * 9);
+    for &i in &ground {
+        let g = reference.cell_center(i);
+        for j in 0..DISPLACEMENTS {
+            for p in Posture::ALL {
+                for t in template_points(&agent, g, p, observer) {
+                    segments.push(Segment::new(observer, displace(t, j)));
+                }
+            }
+        }
+    }
+    let blocked = Engine::cpu().occluded(scene, &segments, mask).unwrap();
+    let mut band = vec![false; reference.cells.len()];
+    for (k, &i) in ground.iter().enumerate() {
+        let bits = |j: usize| -> u32 {
+            (0..3)
+                .filter(|&p| (0..3).all(|q| blocked.get(((k * DISPLACEMENTS + j) * 3 + p) * 3 + q)))
+                .map(|p| 1 << p)
+                .sum()
+        };
+        let centre = bits(0);
+        assert_eq!(
+            CellCover::from_bits(centre),
+            reference.cells[i],
+            "the band's ray casting differs from cover_field_ray_cast at cell {i}"
+        );
+        band[i] = (1..DISPLACEMENTS).any(|j| bits(j) != centre);
+    }
+    band
+}
+
+/// Counts of one threat's comparison, for the report and the sweep's totals.
+#[derive(Default)]
+struct BandCounts {
+    ground: usize,
+    band: usize,
+    hidden_outside: usize,
+    exposed_outside: usize,
+}
+
+/// GPU against ray casting for one observer: equal on every ground cell outside the edge band,
+/// and the band under 10% of the ground.
+fn check_outside_the_band(
+    engine: &Engine,
+    name: &str,
+    scene: &Scene,
+    center: Vec3,
+    observer: Vec3,
+    p: &CoverFieldParams,
+) -> BandCounts {
+    let agent = soldier();
+    let observers = [observer];
+    let reference = cover_field_ray_cast(
+        &Engine::cpu(),
+        scene,
+        center,
+        &agent,
+        &observers,
+        Mask::SIGHT,
+        p,
+    )
+    .unwrap();
+    let field = cover_field(engine, scene, center, &agent, &observers, Mask::SIGHT, p).unwrap();
+    let view = reference
+        .bounds(&agent)
+        .expect("ground in the field")
+        .depth_view(observer, p.face_resolution);
+    let footprint = view.footprint_per_metre(p.face_resolution);
+    let band = edge_band(scene, &reference, observer, footprint, p.bias, Mask::SIGHT);
+    let mut c = BandCounts::default();
+    let (mut differ, mut differ_outside) = (0, 0);
+    let mut first_outside = None;
+    for (i, ((&want, &got), &in_band)) in (reference.cells.iter().zip(&field.cells))
+        .zip(&band)
+        .enumerate()
+    {
+        assert_eq!(
+            got == CellCover::NotGround,
+            want == CellCover::NotGround,
+            "{name}: ground differs at cell {i}"
+        );
+        if want == CellCover::NotGround {
+            continue;
+        }
+        c.ground += 1;
+        differ += usize::from(got != want);
+        if in_band {
+            c.band += 1;
+            continue;
+        }
+        if want == CellCover::Exposed {
+            c.exposed_outside += 1;
+        } else {
+            c.hidden_outside += 1;
+        }
+        if got != want {
+            differ_outside += 1;
+            first_outside.get_or_insert((reference.cell_center(i), want, got));
+        }
+    }
+    let share = |n: usize| 100.0 * n as f64 / c.ground.max(1) as f64;
+    let at_centre = footprint * (center - observer).length();
+    println!(
+        "{name}: {} view, footprint {:.1} cm at the centre; {} ground cells, band {} ({:.2}%), \
+         GPU differs on {differ} ({:.2}%), {differ_outside} outside the band; outside: {} \
+         hidden, {} exposed; GPU {:.0} ms",
+        match view {
+            DepthView::Cube => "cube".to_string(),
+            DepthView::Frustum { tan_half, .. } => format!("single (tan_half {tan_half:.2e})"),
+        },
+        100.0 * at_centre,
+        c.ground,
+        c.band,
+        share(c.band),
+        share(differ),
+        c.hidden_outside,
+        c.exposed_outside,
+        field.elapsed.as_secs_f64() * 1e3,
+    );
+    assert!(
+        differ_outside == 0,
+        "{name}: GPU differs from ray casting on {differ_outside} cells outside the edge band, \
+         first at {:?} (ray cast {:?}, GPU {:?})",
+        first_outside.unwrap().0,
+        first_outside.unwrap().1,
+        first_outside.unwrap().2,
+    );
+    assert!(
+        share(c.band) < 10.0,
+        "{name}: the edge band is {:.2}% of the ground",
+        share(c.band)
+    );
+    c
+}
+
+/// Horizontal threat distances of the sweep (metres).
+const DISTANCES: [f32; 7] = [1.0, 10.0, 100.0, 1e3, 3e3, 1e4, 1e5];
+/// Eye heights of the sweep above the field centre's ground: standing, and a tower.
+const HEIGHTS: [f32; 2] = [2.0, 30.0];
+
+/// The sweep on one scene: a 20 m field around `center` (ground at y = 0) and one threat at a
+/// time along `bearing` (x, z) at every distance and height.
+fn sweep(scene_name: &str, scene: &Scene, center: Vec3, bearing: Vec2) {
+    let engine = gpu::gpu_engine().expect("the sweep needs a GPU adapter");
+    let p = CoverFieldParams {
+        size: 20.0,
+        ..params()
+    };
+    let bearing = bearing.normalize();
+    let mut total = BandCounts::default();
+    for d in DISTANCES {
+        for h in HEIGHTS {
+            let observer = center + Vec3::new(bearing.x * d, h, bearing.y * d);
+            let c = check_outside_the_band(
+                &engine,
+                &format!("{scene_name}, threat {d} m out, {h} m up"),
+                scene,
+                center,
+                observer,
+                &p,
+            );
+            total.ground += c.ground;
+            total.band += c.band;
+            total.hidden_outside += c.hidden_outside;
+            total.exposed_outside += c.exposed_outside;
+        }
+    }
+    println!(
+        "{scene_name}: band {:.2}% of {} ground cells over the sweep; outside it {} hidden and \
+         {} exposed cells compared",
+        100.0 * total.band as f64 / total.ground as f64,
+        total.ground,
+        total.hidden_outside,
+        total.exposed_outside
+    );
+    assert!(
+        total.hidden_outside >= 1000 && total.exposed_outside >= 1000,
+        "{scene_name}: a weak comparison"
+    );
+}
+
+#[test]
+fn gpu_agrees_with_ray_casting_outside_the_edge_band_at_any_distance_in_the_sniper_level() {
+    // Around the bridge: the creek, its banks and the parapets, threats from the south-east.
+    sweep(
+        "sniper",
+        &procedural::sniper(1, 1),
+        Vec3::ZERO,
+        Vec2::new(1.0, 0.4),
+    );
+}
+
+#[test]
+fn gpu_agrees_with_ray_casting_outside_the_edge_band_at_any_distance_in_the_village() {
+    // Around the building (rooms, doors, windows, roof), threats from the south.
+    sweep(
+        "village",
+        &procedural::village(1, 1),
+        Vec3::new(-15.0, 0.0, 10.0),
+        Vec2::new(-0.3, 1.0),
+    );
+}
+
+#[test]
+fn distant_observers_get_one_view_and_near_ones_the_cube() {
+    let agent = soldier();
+    let res = 1024;
+    // A 20 m square of ground points at y = 0 with one at -3.
+    let mut ground: Vec<Vec3> = (0..=20)
+        .flat_map(|i| (0..=20).map(move |j| Vec3::new(i as f32 - 10.0, 0.0, j as f32 - 10.0)))
+        .collect();
+    ground.push(Vec3::new(0.0, -3.0, 0.0));
+    let bounds = FieldBounds::around(&ground, &agent).unwrap();
+    assert_eq!(bounds.min, Vec3::new(-10.3, -3.0, -10.3));
+    assert_eq!(bounds.max, Vec3::new(10.3, 1.75, 10.3));
+    let corners: Vec<Vec3> = (0..8)
+        .map(|k| {
+            Vec3::select(
+                glam::BVec3::new(k & 1 == 1, k & 2 == 2, k & 4 == 4),
+                bounds.max,
+                bounds.min,
+            )
+        })
+        .collect();
+    // Inside the bounds, just above them, and beside them: the cube.
+    for eye in [
+        Vec3::new(0.0, 1.0, 0.0),
+        Vec3::new(1.0, 2.0, 0.0),
+        Vec3::new(11.0, 1.0, 0.0),
+    ] {
+        let view = bounds.depth_view(eye, res);
+        assert_eq!(view, DepthView::Cube, "eye at {eye}");
+        assert!(view.faces(eye).iter().all(|f| f.eye[3] == 0.0));
+        assert_eq!(view.footprint_per_metre(res), 2.0 / 1024.0);
+    }
+    // Far out, and high above: one view covering every corner, tight (the widest corner within
+    // a few texels of the edge), whose footprint at the field does not grow with distance.
+    for eye in [
+        Vec3::new(100.0, 2.0, 40.0),
+        Vec3::new(3e3, 2.0, 5.0),
+        Vec3::new(1e5, 2.0, 0.0),
+        Vec3::new(-7e4, 30.0, 7e4),
+        Vec3::new(0.0, 60.0, 0.0),
+    ] {
+        let view = bounds.depth_view(eye, res);
+        let DepthView::Frustum { tan_half, .. } = view else {
+            panic!("eye at {eye}: {view:?}, want a single view");
+        };
+        let faces = view.faces(eye);
+        assert_eq!(faces[0].eye[3], tan_half);
+        let m = glam::Mat4::from_cols_array_2d(&faces[0].view_proj);
+        let widest = corners
+            .iter()
+            .map(|&c| {
+                let clip = m * c.extend(1.0);
+                assert!(clip.w > 0.0, "eye at {eye}: corner {c} behind the view");
+                (clip.truncate().truncate() / clip.w).abs().max_element()
+            })
+            .fold(0.0f32, f32::max);
+        assert!(
+            (0.99..1.0).contains(&widest),
+            "eye at {eye}: widest corner at {widest} of the half-face"
+        );
+        let at_field =
+            view.footprint_per_metre(res) * (eye - bounds.min.midpoint(bounds.max)).length();
+        assert!(
+            at_field < 0.05,
+            "eye at {eye}: a texel spans {at_field} m at the field"
+        );
+    }
+}
+
+/// Both paths: the CPU twin, and when there is a GPU the depth views and ray casting through
 /// the GPU tracer.
 fn both(
     scene: &Scene,

@@ -8,13 +8,23 @@
 //! than the nearest surface that observer's depth map holds in their direction? That answers
 //! for every cell of the area at once, which a sensor grid of one agent cannot.
 //!
-//! - GPU ([`cover_field`] on a GPU engine): per observer a depth cube (six 90-degree faces,
-//!   R32Float straight-line distances, shaders/depth_map.wgsl) of the triangles matching the
-//!   mask, then one compute pass (shaders/cover_field.wgsl) projects every template point into
-//!   the cube and compares. Only one `u32` per ground cell comes back.
+//! - GPU ([`cover_field`] on a GPU engine): per observer a depth view of the triangles matching
+//!   the mask (R32Float straight-line distances, shaders/depth_map.wgsl), then one compute pass
+//!   (shaders/cover_field.wgsl) projects every template point into it and compares. The view
+//!   ([`DepthView`]) is one square frustum aimed at the field when the eye is outside the box
+//!   the template points lie in ([`FieldBounds`]) and a view of at most 90 degrees covers it,
+//!   so a distant threat sees the field at the full `face_resolution`; otherwise a cube of six
+//!   90-degree faces. A point is hidden when all four texels around its projection (the
+//!   bilinear neighbourhood) hold a surface nearer than its distance minus the slack, `bias`
+//!   plus one texel's footprint at its distance ([`DepthView::footprint_per_metre`]). Only one
+//!   `u32` per ground cell comes back.
 //! - CPU twin ([`cover_field_ray_cast`]): exact ray casting of the same template points with
 //!   [`Engine::occluded`]. Both reduce the same way: a bit per posture, AND-ed over observers
 //!   (identity: all hidden), then the highest posture whose bit is set.
+//!
+//! The two differ only near shadow edges, within a couple of texel footprints of a silhouette
+//! or within the slack of a surface, at any threat distance (`tests/cover_field.rs` measures
+//! this edge band by ray casting displaced template points, from 1 m to 100 km).
 //!
 //! Cover versus concealment is the mask (see [`crate::cover`]): `Mask::SIGHT` counts foliage,
 //! `Mask::FIRE` counts bullet-proof glass. The depth maps draw both faces of every triangle
@@ -23,8 +33,10 @@
 
 mod gpu;
 mod pipelines;
+mod view;
 
-pub use gpu::{Face, FieldParams};
+pub use gpu::FieldParams;
+pub use view::{DepthView, Face, FieldBounds};
 
 use crate::cover::{template_points, Agent, Posture};
 use crate::ground::{cell_centre, ground_grid};
@@ -42,13 +54,15 @@ pub struct CoverFieldParams {
     /// Side of the square grid, centred on the query point, in metres. Default 40 m (a 160 x 160
     /// grid at the default cell): the reach of a short dash to cover.
     pub size: f32,
-    /// Side of a depth cube face in texels (GPU path only). Default 1024: a texel spans about
-    /// 4 cm at 20 m, well under a cell.
+    /// Side of a depth view's face in texels (GPU path only). Default 1024: a cube face's
+    /// texel spans about 4 cm at 20 m, well under a cell; a single view aimed at the default 40 m
+    /// field spans 4 to 6 cm of it at any distance.
     pub face_resolution: u32,
     /// Depth comparison slack in metres (GPU path only): a template point is hidden when the
     /// depth map's nearest surface is closer than the point's distance minus `bias` minus one
     /// texel's footprint at that distance. Default 0.05 m: far below the 0.35 m a head sits
-    /// above the ground, above the rounding of interpolated distances.
+    /// above the ground, above the rounding of f32 distances and positions with a threat as far
+    /// as 100 km.
     pub bias: f32,
     /// Steepest walkable surface (radians from horizontal). Default 45 degrees, as the viewshed.
     pub max_slope: f32,
@@ -150,6 +164,17 @@ impl CoverField {
         Vec3::new(c.x, self.ground[i], c.y)
     }
 
+    /// The box the template points of `agent` on this field's ground lie in (what the GPU path
+    /// aims single views at); `None` without ground.
+    #[must_use]
+    pub fn bounds(&self, agent: &Agent) -> Option<FieldBounds> {
+        let ground: Vec<Vec3> = (0..self.cells.len())
+            .map(|i| self.cell_center(i))
+            .filter(|p| !p.y.is_nan())
+            .collect();
+        FieldBounds::around(&ground, agent)
+    }
+
     /// Cells classified per second.
     #[must_use]
     pub fn cells_per_second(&self) -> f64 {
@@ -161,7 +186,7 @@ impl CoverField {
 /// highest posture of `agent` (its radius and head heights; its position is ignored) hidden from
 /// all `observers` (eyes, metres) behind triangles matching `mask`.
 ///
-/// On the GPU when the engine has one (depth cubes plus a classify pass), else the CPU twin
+/// On the GPU when the engine has one (depth views plus a classify pass), else the CPU twin
 /// [`cover_field_ray_cast`]. With no observers nothing can see the agent: every ground cell is
 /// `Hidden(Standing)`.
 pub fn cover_field(

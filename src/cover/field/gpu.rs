@@ -1,36 +1,33 @@
-//! The cover field on the GPU: a depth cube per observer (render), then one classify dispatch
+//! The cover field on the GPU: a depth view per observer (render), then one classify dispatch
 //! per group of observers (compute), results AND-ed in place; one `u32` per ground cell is read
 //! back, never the textures.
 //!
-//! Cube faces are R32Float straight-line distances from the eye (the fragment's interpolated
-//! world position, so no depth linearisation), drawn with a reversed infinite-Z Depth32Float
-//! attachment (near plane 1 cm) that keeps the nearest surface. Observers are processed in
-//! groups that fit the device's `max_texture_array_layers` and a 256 MiB texture budget; the
-//! same texture array is reused by every group.
+//! An observer whose eye sees the whole field within 90 degrees gets one square view aimed at
+//! it; any other gets a depth cube (see [`super::view`]). Faces are R32Float straight-line
+//! distances from the eye (the fragment's interpolated world position, so no depth
+//! linearisation), drawn with a reversed infinite-Z Depth32Float attachment (near plane 1 cm)
+//! that keeps the nearest surface. Every observer owns six layers of the texture array; a
+//! single view fills the first and the other five are neither drawn nor read. Observers are
+//! processed in groups that fit the device's `max_texture_array_layers` and a 256 MiB texture
+//! budget; the same texture array is reused by every group.
+//!
+//! Precision far out: the single view's matrix is built in f64 and then rounded to f32, and
+//! distances are f32, so with an eye 100 km from the field both positions and distances are
+//! good to about a centimetre (the f32 step there is 8 mm). The default 0.05 m `bias` covers
+//! that (`tests/cover_field.rs` checks threats out to 100 km with it), so the slack grows with
+//! distance only through the texel footprint term; for threats much farther than 100 km the
+//! rounding grows in proportion (about 1 cm per 100 km) and `bias` should grow with it.
 
+use super::pipelines::{buffer_with, entry, Kit};
+use super::view::{DepthView, Face, FieldBounds};
 use super::{CoverFieldParams, ALL_HIDDEN};
 use crate::cover::Agent;
 use crate::gpu::GpuTracer;
 use crate::scene::{Mask, Scene};
 use crate::{Error, Result};
 use bytemuck::{Pod, Zeroable};
-// wgpu's clip space is DirectX's: y up, z in 0..1.
-use super::pipelines::{buffer_with, entry, Kit};
-use glam::camera::rh::{proj::directx::perspective_infinite_reverse, view::look_to_mat4};
 use glam::Vec3;
 use std::num::NonZeroU64;
-
-/// One cube face of one observer. Mirrors `struct Face` in `shaders/depth_map.wgsl` and
-/// `shaders/cover_field.wgsl`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Pod, Zeroable)]
-pub struct Face {
-    /// Projection * view, column-major.
-    pub view_proj: [[f32; 4]; 4],
-    /// The eye (w unused).
-    pub eye: [f32; 4],
-}
-const _: () = assert!(std::mem::size_of::<Face>() == 80);
 
 /// Uniform block of the classify pass. Mirrors `struct FieldParams` in
 /// `shaders/cover_field.wgsl` (field docs there).
@@ -51,34 +48,12 @@ const _: () = assert!(std::mem::size_of::<FieldParams>() == 48);
 const _: () = assert!(std::mem::offset_of!(FieldParams, heads) == 32);
 
 const WORKGROUP: u32 = 64;
-/// Near plane of the cube faces (metres): surfaces closer to an eye are not drawn.
-const NEAR: f32 = 0.01;
-/// Clear value of the distance faces: "no surface" (the shader treats >= 1e38 as nothing).
+/// Clear value of the distance faces: "no surface", farther than any point, so it hides none.
 const NOTHING: f64 = 3.0e38;
 /// Texture memory one group of observers may use.
 const TEXTURE_BUDGET: u64 = 256 << 20;
 pub(super) const COLOR: wgpu::TextureFormat = wgpu::TextureFormat::R32Float;
 pub(super) const DEPTH: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
-
-/// View directions and up vectors of the faces, in the order `cube_face` numbers them.
-const FACES: [(Vec3, Vec3); 6] = [
-    (Vec3::X, Vec3::Y),
-    (Vec3::NEG_X, Vec3::Y),
-    (Vec3::Y, Vec3::NEG_Z),
-    (Vec3::NEG_Y, Vec3::Z),
-    (Vec3::Z, Vec3::Y),
-    (Vec3::NEG_Z, Vec3::Y),
-];
-
-/// The six faces of the depth cube around `eye`.
-#[must_use]
-pub fn cube_faces(eye: Vec3) -> [Face; 6] {
-    let proj = perspective_infinite_reverse(std::f32::consts::FRAC_PI_2, 1.0, NEAR);
-    FACES.map(|(dir, up)| Face {
-        view_proj: (proj * look_to_mat4(eye, dir, up)).to_cols_array_2d(),
-        eye: eye.extend(0.0).into(),
-    })
-}
 
 /// Posture bits per ground point (see `shaders/cover_field.wgsl`).
 pub(super) fn classify(
@@ -130,9 +105,19 @@ pub(super) fn classify(
             (b, c.len() as u32)
         })
         .collect();
-    // Faces: one list for the classify pass, one padded to the uniform offset alignment for
-    // the render passes' dynamic offsets.
-    let faces: Vec<Face> = observers.iter().flat_map(|&o| cube_faces(o)).collect();
+    // Each observer's view of the field's bounds: a cube, or one face aimed at the field.
+    let Some(bounds) = FieldBounds::around(points, agent) else {
+        return Ok(Vec::new());
+    };
+    let views: Vec<DepthView> = observers
+        .iter()
+        .map(|&o| bounds.depth_view(o, res))
+        .collect();
+    // Faces, six slots per observer: one list for the classify pass, one padded to the uniform
+    // offset alignment for the render passes' dynamic offsets.
+    let faces: Vec<Face> = (observers.iter().zip(&views))
+        .flat_map(|(&o, v)| v.faces(o))
+        .collect();
     let stride = 80u64.next_multiple_of(u64::from(limits.min_uniform_buffer_offset_alignment));
     let mut padded = vec![0u8; faces.len() * stride as usize];
     for (i, f) in faces.iter().enumerate() {
@@ -166,7 +151,7 @@ pub(super) fn classify(
     };
     let layers = per_group as u32 * 6;
     let distances = texture(
-        "cover field depth cubes",
+        "cover field depth views",
         COLOR,
         wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::TEXTURE_BINDING,
         layers,
@@ -271,7 +256,11 @@ pub(super) fn classify(
     let mut encoder = device.create_command_encoder(&Default::default());
     for (g, first) in (0..observers.len()).step_by(per_group).enumerate() {
         let count = (observers.len() - first).min(per_group);
-        for (layer, view) in layer_views.iter().enumerate().take(count * 6) {
+        // Layer 6 * o + f holds face f of the group's observer o; a single view fills only f = 0.
+        let layers =
+            (0..count).flat_map(|o| (0..views[first + o].face_count()).map(move |f| o * 6 + f));
+        for layer in layers {
+            let view = &layer_views[layer];
             let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
                 label: Some("depth map face"),
                 color_attachments: &[Some(wgpu::RenderPassColorAttachment {

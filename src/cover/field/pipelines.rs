@@ -1,4 +1,4 @@
-//! The cover field's two pipelines (depth-cube render, classify compute) and buffer helpers.
+//! The cover field's two pipelines (depth-view render, classify compute) and buffer helpers.
 
 use super::gpu::{COLOR, DEPTH};
 use std::num::NonZeroU64;
