@@ -1,0 +1,575 @@
+//! One query's search: a square of cells around the agent held in flat arrays (ground, fit,
+//! visibility, Dijkstra state), filled from the batch's shared caches and from the waves.
+
+use super::shared::{cell_key, Shared, Wave, GROUND_KEY};
+use super::{DenseAnswer, DenseChoice, DenseParams, DenseQuery, Explored};
+use crate::cover::field::CellCover;
+use crate::cover::verify::{Check, Rejection};
+use crate::cover::Posture;
+use glam::{Vec2, Vec3};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// `ykey` of a cell whose ground nobody asked for yet.
+const UNSET: i32 = i32::MIN;
+/// `ground` of a cell whose ground ray is in flight.
+const PENDING: f32 = f32::INFINITY;
+/// `fit` codes: unknown, in flight, then 0 = nothing fits, `1 + posture`.
+pub(super) const FIT_UNKNOWN: u8 = 255;
+const FIT_PENDING: u8 = 254;
+/// `vis` codes (a cell's visibility for this query's observers).
+pub(super) const VIS_UNKNOWN: u8 = 0;
+pub(super) const VIS_EXPOSED: u8 = 1;
+/// The prone head centre hides from every observer; the body is not traced yet.
+pub(super) const VIS_HEAD: u8 = 2;
+/// The prone body hides; crouching and standing are not traced yet.
+pub(super) const VIS_PRONE: u8 = 3;
+/// `VIS_HIDDEN + p`: the highest hidden posture `p` among those that fit.
+pub(super) const VIS_HIDDEN: u8 = 4;
+/// Set on a `vis` code while its next stage is in flight.
+const VIS_PENDING: u8 = 0x80;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Phase {
+    Searching,
+    /// Candidates found; gathering the rest of the tie window.
+    Window { end: f32 },
+    /// A choice awaits its intervis measurement.
+    Verifying { node: u32, posture: Posture },
+    Done,
+}
+
+/// What is known about entering a cell.
+enum Enter {
+    Pending,
+    No,
+    Yes(u8),
+}
+
+pub(super) struct Local {
+    pub qi: usize,
+    pub group: u32,
+    pub shape: u32,
+    i0: i32,
+    j0: i32,
+    side: i32,
+    start: u32,
+    agent: Vec3,
+    observers: usize,
+    cell: f32,
+    ykey: Vec<i32>,
+    ground: Vec<f32>,
+    fit: Vec<u8>,
+    vis: Vec<u8>,
+    g: Vec<f32>,
+    parent: Vec<u32>,
+    closed: Vec<bool>,
+    stamp: Vec<u32>,
+    round: u32,
+    heap: BinaryHeap<(Reverse<u32>, u32)>,
+    candidates: Vec<(u32, Posture)>,
+    turned_down: Vec<u32>,
+    pub phase: Phase,
+    pub answer: DenseAnswer,
+}
+
+/// Path lengths in the heap as 1e-4 m integers (exact ordering, no NaN).
+fn key(g: f32) -> Reverse<u32> {
+    Reverse((g * 1e4).round() as u32)
+}
+
+const NEIGHBOURS: [(i32, i32); 8] = [
+    (1, 0),
+    (-1, 0),
+    (0, 1),
+    (0, -1),
+    (1, 1),
+    (-1, 1),
+    (1, -1),
+    (-1, -1),
+];
+
+impl Local {
+    pub fn new(qi: usize, q: &DenseQuery, p: &DenseParams, shared: &Shared) -> Local {
+        let a = q.agent.position;
+        let (ci, cj) = ((a.x / p.cell).floor() as i32, (a.z / p.cell).floor() as i32);
+        let r = (p.radius / p.cell).ceil() as i32 + 1;
+        let side = 2 * r + 1;
+        let n = (side * side) as usize;
+        let start = (r + r * side) as u32;
+        let mut s = Local {
+            qi,
+            group: shared.group_of[qi],
+            shape: shared.shape_of[qi],
+            i0: ci - r,
+            j0: cj - r,
+            side,
+            start,
+            agent: a,
+            observers: q.observers.len(),
+            cell: p.cell,
+            ykey: vec![UNSET; n],
+            ground: vec![f32::NAN; n],
+            fit: vec![FIT_UNKNOWN; n],
+            vis: vec![VIS_UNKNOWN; n],
+            g: vec![f32::INFINITY; n],
+            parent: vec![u32::MAX; n],
+            closed: vec![false; n],
+            stamp: vec![0; n],
+            round: 0,
+            heap: BinaryHeap::new(),
+            candidates: Vec::new(),
+            turned_down: Vec::new(),
+            phase: Phase::Searching,
+            answer: DenseAnswer {
+                choice: None,
+                rejected: Vec::new(),
+                explored: Vec::new(),
+                rays: 0,
+            },
+        };
+        // The agent stands where it is, standing.
+        let st = start as usize;
+        s.ykey[st] = (a.y / GROUND_KEY).round() as i32;
+        s.ground[st] = a.y;
+        s.fit[st] = 1 + Posture::Standing as u8;
+        s.g[st] = 0.0;
+        s.heap.push((key(0.0), start));
+        if q.observers.is_empty() {
+            s.phase = Phase::Done;
+            s.answer.choice = Some(DenseChoice {
+                position: a,
+                posture: Posture::Standing,
+                path: vec![a],
+                path_length: 0.0,
+                exposure: Vec::new(),
+                intervis_exposed: None,
+                decided_by: Check::Body,
+            });
+        }
+        s
+    }
+
+    fn cell_of(&self, idx: u32) -> (i32, i32) {
+        let idx = idx as i32;
+        (self.i0 + idx % self.side, self.j0 + idx / self.side)
+    }
+
+    fn index(&self, i: i32, j: i32) -> Option<u32> {
+        let (x, z) = (i - self.i0, j - self.j0);
+        (x >= 0 && z >= 0 && x < self.side && z < self.side).then(|| (x + z * self.side) as u32)
+    }
+
+    /// The ground point of a cell: its centre at its ground height (the agent's feet for the
+    /// agent's own cell).
+    pub fn point(&self, idx: u32) -> Vec3 {
+        if idx == self.start {
+            return self.agent;
+        }
+        let (i, j) = self.cell_of(idx);
+        Vec3::new(
+            (i as f32 + 0.5) * self.cell,
+            self.ground[idx as usize],
+            (j as f32 + 0.5) * self.cell,
+        )
+    }
+
+    fn in_radius(&self, idx: u32, p: &DenseParams) -> bool {
+        let (i, j) = self.cell_of(idx);
+        let c = Vec2::new((i as f32 + 0.5) * p.cell, (j as f32 + 0.5) * p.cell);
+        c.distance_squared(Vec2::new(self.agent.x, self.agent.z)) <= p.radius * p.radius
+    }
+
+    /// Ground of `idx` entered from height `from_y`: `None` while unknown (requested).
+    fn ground_from(
+        &mut self,
+        idx: u32,
+        from_y: f32,
+        p: &DenseParams,
+        shared: &Shared,
+        wave: &mut Wave,
+    ) -> Option<f32> {
+        let k = idx as usize;
+        let want = (from_y / GROUND_KEY).round() as i32;
+        let stale = self.ykey[k] != UNSET
+            && self.ground[k] != PENDING
+            && (self.ground[k].is_nan() || (self.ground[k] - from_y).abs() > p.step_height)
+            && (want - self.ykey[k]).abs() > 2
+            && self.g[k].is_infinite()
+            && !self.closed[k];
+        if self.ykey[k] == UNSET || stale {
+            // First asked for, or asked again from another floor.
+            self.ykey[k] = want;
+            self.fit[k] = FIT_UNKNOWN;
+            self.vis[k] = VIS_UNKNOWN;
+            self.ground[k] = PENDING;
+        }
+        if self.ground[k] == PENDING {
+            let (i, j) = self.cell_of(idx);
+            match shared.ground.get(&(cell_key(i, j), self.ykey[k])) {
+                Some(&y) => self.ground[k] = y,
+                None => {
+                    wave.ground(i, j, self.ykey[k], self.qi);
+                    return None;
+                }
+            }
+        }
+        Some(self.ground[k])
+    }
+
+    /// Whether the agent can enter `idx` from a cell at `from_y`, and what fits there.
+    fn enter(
+        &mut self,
+        idx: u32,
+        from_y: f32,
+        p: &DenseParams,
+        shared: &Shared,
+        wave: &mut Wave,
+    ) -> Enter {
+        if !self.in_radius(idx, p) {
+            return Enter::No;
+        }
+        let Some(y) = self.ground_from(idx, from_y, p, shared, wave) else {
+            return Enter::Pending;
+        };
+        if y.is_nan() || (y - from_y).abs() > p.step_height {
+            return Enter::No;
+        }
+        match self.fit_of(idx, shared, wave) {
+            None => Enter::Pending,
+            Some(0) => Enter::No,
+            Some(f) => Enter::Yes(f),
+        }
+    }
+
+    fn fit_of(&mut self, idx: u32, shared: &Shared, wave: &mut Wave) -> Option<u8> {
+        let k = idx as usize;
+        if self.fit[k] < FIT_PENDING {
+            return Some(self.fit[k]);
+        }
+        let (i, j) = self.cell_of(idx);
+        let ycm = cm(self.ground[k]);
+        match shared.fit.get(&(cell_key(i, j), ycm, self.shape)) {
+            Some(&f) => {
+                self.fit[k] = f;
+                Some(f)
+            }
+            None => {
+                self.fit[k] = FIT_PENDING;
+                wave.fit(i, j, self.point(idx), self.shape, ycm, self.qi);
+                None
+            }
+        }
+    }
+
+    /// Visibility of `idx`, resolved to exposed or hidden(p); `None` while a stage is in
+    /// flight (requested).
+    fn vis_of(&mut self, idx: u32, shared: &Shared, wave: &mut Wave) -> Option<u8> {
+        let k = idx as usize;
+        let (i, j) = self.cell_of(idx);
+        let ycm = cm(self.ground[k]);
+        let code = self.vis[k] & !VIS_PENDING;
+        if code == VIS_EXPOSED || code >= VIS_HIDDEN {
+            return Some(code);
+        }
+        if let Some(&v) = shared.vis.get(&(cell_key(i, j), ycm, self.group)) {
+            if v != code {
+                self.vis[k] = v;
+                return self.vis_of(idx, shared, wave);
+            }
+        }
+        if self.vis[k] & VIS_PENDING == 0 {
+            // Higher postures are traced only where the fit is known.
+            let fit = if idx == self.start {
+                Some(1 + Posture::Standing as u8)
+            } else {
+                self.fit_of(idx, shared, wave)
+            };
+            if code == VIS_PRONE && fit.is_none() {
+                return None;
+            }
+            self.vis[k] |= VIS_PENDING;
+            wave.vis(i, j, self.point(idx), self.group, ycm, code, fit, self.qi);
+        }
+        None
+    }
+
+    fn walks_on(&self, idx: u32) -> bool {
+        idx == self.start || self.fit[idx as usize] >= 1 + Posture::Crouching as u8 && self.fit[idx as usize] < FIT_PENDING
+    }
+
+    /// Whether `u` is fully known (visibility resolved; if the agent walks on from it, every
+    /// neighbour's ground and fit). Requests what is missing.
+    fn ready(&mut self, u: u32, p: &DenseParams, shared: &Shared, wave: &mut Wave) -> bool {
+        let mut ok = self.vis_of(u, shared, wave).is_some();
+        if self.walks_on(u) {
+            let (i, j) = self.cell_of(u);
+            let y = self.ground[u as usize];
+            for (di, dj) in NEIGHBOURS {
+                if let Some(v) = self.index(i + di, j + dj) {
+                    if matches!(self.enter(v, y, p, shared, wave), Enter::Pending) {
+                        ok = false;
+                    }
+                }
+            }
+        }
+        ok
+    }
+
+    /// Asks for what the cells within one band of path length beyond `g` will need, so a wave
+    /// carries a band rather than one ring: a flood fill from the open nodes, each unknown cell
+    /// predicted at the height of the cell it is reached from (right on floors and gentle
+    /// slopes; where wrong, the search asks again with the true height).
+    fn prefetch(&mut self, g: f32, p: &DenseParams, shared: &Shared, wave: &mut Wave) {
+        self.round += 1;
+        let limit = g + p.band;
+        let mut queue: std::collections::VecDeque<(u32, f32, f32)> = self
+            .heap
+            .iter()
+            .filter(|(Reverse(k), n)| {
+                let n = *n as usize;
+                !self.closed[n] && (*k as f32) / 1e4 <= limit && key(self.g[n]).0 == *k
+            })
+            .map(|&(_, n)| (n, self.ground[n as usize], self.g[n as usize]))
+            .collect();
+        for &(n, ..) in &queue {
+            self.stamp[n as usize] = self.round;
+        }
+        while let Some((u, y, d)) = queue.pop_front() {
+            if self.ground[u as usize].is_finite() && self.fit[u as usize] < FIT_PENDING {
+                self.vis_of(u, shared, wave);
+            }
+            let (i, j) = self.cell_of(u);
+            for (di, dj) in &NEIGHBOURS[..4] {
+                let Some(v) = self.index(i + di, j + dj) else {
+                    continue;
+                };
+                let nd = d + p.cell;
+                if nd > limit || self.stamp[v as usize] == self.round {
+                    continue;
+                }
+                self.stamp[v as usize] = self.round;
+                match self.enter(v, y, p, shared, wave) {
+                    Enter::No => {}
+                    Enter::Pending => {
+                        let gy = self.ground[v as usize];
+                        queue.push_back((v, if gy.is_finite() { gy } else { y }, nd));
+                    }
+                    Enter::Yes(f) => {
+                        self.vis_of(v, shared, wave);
+                        if f >= 1 + Posture::Crouching as u8 {
+                            queue.push_back((v, self.ground[v as usize], nd));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Moves the search as far as what is known allows; what is missing goes into `wave`.
+    pub fn advance(&mut self, p: &DenseParams, shared: &Shared, wave: &mut Wave) {
+        loop {
+            match self.phase {
+                Phase::Done => return,
+                Phase::Verifying { .. } => {
+                    wave.intervis.push(self.qi);
+                    return;
+                }
+                Phase::Searching | Phase::Window { .. } => {}
+            }
+            let Some(&(Reverse(gk), u)) = self.heap.peek() else {
+                self.conclude(p);
+                continue;
+            };
+            let uk = u as usize;
+            if self.closed[uk] || key(self.g[uk]).0 != gk {
+                self.heap.pop();
+                continue;
+            }
+            let g = self.g[uk];
+            if let Phase::Window { end } = self.phase {
+                if g > end {
+                    self.conclude(p);
+                    continue;
+                }
+            }
+            if !self.ready(u, p, shared, wave) {
+                self.prefetch(g, p, shared, wave);
+                return;
+            }
+            self.heap.pop();
+            self.closed[uk] = true;
+            let vis = self.vis[uk] & !VIS_PENDING;
+            let hidden = (vis >= VIS_HIDDEN).then(|| Posture::ALL[(vis - VIS_HIDDEN) as usize]);
+            self.answer.explored.push(Explored {
+                position: self.point(u),
+                path_length: g,
+                cover: hidden.map_or(CellCover::Exposed, CellCover::Hidden),
+            });
+            if let Some(posture) = hidden {
+                if !self.turned_down.contains(&u) {
+                    self.candidates.push((u, posture));
+                    if self.phase == Phase::Searching {
+                        self.phase = Phase::Window {
+                            end: g + p.posture_tie,
+                        };
+                    }
+                }
+            }
+            if self.walks_on(u) {
+                self.relax(u, p, shared, wave);
+            }
+        }
+    }
+
+    fn relax(&mut self, u: u32, p: &DenseParams, shared: &Shared, wave: &mut Wave) {
+        let (i, j) = self.cell_of(u);
+        let y = self.ground[u as usize];
+        let mut enterable = [None; 8];
+        for (n, (di, dj)) in NEIGHBOURS.iter().enumerate() {
+            if let Some(v) = self.index(i + di, j + dj) {
+                if let Enter::Yes(_) = self.enter(v, y, p, shared, wave) {
+                    enterable[n] = Some(v);
+                }
+            }
+        }
+        for (n, &(di, dj)) in NEIGHBOURS.iter().enumerate() {
+            let Some(v) = enterable[n] else { continue };
+            let cost = if n >= 4 {
+                // A diagonal step needs both cells beside it.
+                let side = |d: (i32, i32)| NEIGHBOURS[..4].iter().position(|&x| x == d);
+                let a = side((di, 0)).and_then(|m| enterable[m]);
+                let b = side((0, dj)).and_then(|m| enterable[m]);
+                if a.is_none() || b.is_none() {
+                    continue;
+                }
+                p.cell * std::f32::consts::SQRT_2
+            } else {
+                p.cell
+            };
+            let ng = self.g[u as usize] + cost;
+            let vk = v as usize;
+            if ng < self.g[vk] && !self.closed[vk] {
+                self.g[vk] = ng;
+                self.parent[vk] = u;
+                self.heap.push((key(ng), v));
+            }
+        }
+    }
+
+    /// The tie window closed or the search ran out: pick a candidate, or give up.
+    pub fn conclude(&mut self, p: &DenseParams) {
+        let g = &self.g;
+        let best = self
+            .candidates
+            .iter()
+            .copied()
+            .max_by(|a, b| a.1.cmp(&b.1).then(g[b.0 as usize].total_cmp(&g[a.0 as usize])));
+        self.phase = match best {
+            None => Phase::Done,
+            Some((node, posture)) if p.verify_intervis => Phase::Verifying { node, posture },
+            Some((node, posture)) => {
+                self.choose(node, posture, None, p);
+                Phase::Done
+            }
+        };
+    }
+
+    /// The intervis verdict on the candidate awaiting it.
+    pub fn verified(&mut self, pixels: Vec<u32>, p: &DenseParams) {
+        let Phase::Verifying { node, posture } = self.phase else {
+            return;
+        };
+        if pixels.iter().all(|&n| n == 0) {
+            self.choose(node, posture, Some(pixels), p);
+            self.phase = Phase::Done;
+            return;
+        }
+        self.answer.rejected.push(Rejection {
+            position: self.point(node),
+            posture,
+            by: Check::Intervis,
+            exposed: pixels,
+        });
+        self.turned_down.push(node);
+        self.candidates.retain(|&(n, _)| n != node);
+        if self.answer.rejected.len() >= p.max_rejections {
+            self.phase = Phase::Done;
+        } else if self.candidates.is_empty() {
+            self.phase = Phase::Searching;
+        } else {
+            self.conclude(p);
+        }
+    }
+
+    pub fn pending_choice(&self) -> Option<(Vec3, Posture)> {
+        match self.phase {
+            Phase::Verifying { node, posture } => Some((self.point(node), posture)),
+            _ => None,
+        }
+    }
+
+    fn choose(&mut self, node: u32, posture: Posture, pixels: Option<Vec<u32>>, p: &DenseParams) {
+        let path = self.path(node, p);
+        self.answer.choice = Some(DenseChoice {
+            position: self.point(node),
+            posture,
+            path_length: path.windows(2).map(|w| w[0].distance(w[1])).sum(),
+            path,
+            exposure: vec![0.0; self.observers],
+            decided_by: if pixels.is_some() {
+                Check::Intervis
+            } else {
+                Check::Body
+            },
+            intervis_exposed: pixels,
+        });
+    }
+
+    /// The grid path to `node`, string-pulled over cells the search closed.
+    fn path(&self, node: u32, p: &DenseParams) -> Vec<Vec3> {
+        let mut chain = vec![node];
+        while self.parent[*chain.last().unwrap() as usize] != u32::MAX {
+            chain.push(self.parent[*chain.last().unwrap() as usize]);
+        }
+        chain.reverse();
+        let pts: Vec<Vec3> = chain.iter().map(|&n| self.point(n)).collect();
+        let mut out = vec![pts[0]];
+        let mut anchor = 0;
+        while anchor + 1 < pts.len() {
+            let mut far = anchor + 1;
+            while far + 1 < pts.len() && self.straight(pts[anchor], pts[far + 1], p) {
+                far += 1;
+            }
+            out.push(pts[far]);
+            anchor = far;
+        }
+        out
+    }
+
+    /// Whether the straight line from `a` to `b` crosses only closed cells the agent walks on
+    /// (the last one may be any closed cell), within a step of each other (sampled at a
+    /// quarter cell).
+    fn straight(&self, a: Vec3, b: Vec3, p: &DenseParams) -> bool {
+        let n = ((a.distance(b) / (p.cell * 0.25)).ceil() as usize).max(1);
+        let mut y = a.y;
+        let last = self.index((b.x / p.cell).floor() as i32, (b.z / p.cell).floor() as i32);
+        (1..=n).all(|k| {
+            let q = a.lerp(b, k as f32 / n as f32);
+            let Some(v) = self.index((q.x / p.cell).floor() as i32, (q.z / p.cell).floor() as i32)
+            else {
+                return false;
+            };
+            let vk = v as usize;
+            let ok = self.closed[vk]
+                && (self.ground[vk] - y).abs() <= p.step_height
+                && (self.walks_on(v) || Some(v) == last);
+            y = self.ground[vk];
+            ok
+        })
+    }
+}
+
+pub(super) fn cm(y: f32) -> i32 {
+    (y * 100.0).round() as i32
+}
