@@ -30,8 +30,8 @@ use glam::Vec3;
 use oracle::{cylinder_points, Moves, Spot};
 use rayon::prelude::*;
 use sightline::cover::body::{body_points, clearance_segments, fitting_posture};
-use sightline::cover::verify::{intervis_exposure, Candidate};
 use sightline::cover::dense::{find_cover, DenseAnswer, DenseParams, DenseQuery};
+use sightline::cover::verify::{intervis_exposure, Candidate};
 use sightline::cover::{Agent, Posture};
 use sightline::scene::procedural;
 use sightline::trace::{Ray, Segment, SplitMix64};
@@ -57,7 +57,11 @@ const EYES: [f32; 2] = [1.7, 1.0];
 fn ground_below(engine: &Engine, scene: &Scene, from: Vec3, depth: f32) -> Option<Vec3> {
     let ray = Ray::new(from, Vec3::NEG_Y, depth);
     let h = engine
-        .closest_hit(scene, &[ray], Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE))
+        .closest_hit(
+            scene,
+            &[ray],
+            Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE),
+        )
         .unwrap()[0]?;
     let walkable = scene.materials()[h.material as usize]
         .flags
@@ -88,7 +92,11 @@ fn queries(engine: &Engine, scene: &Scene, n: usize, seed: u64, span: f32) -> Ve
     let mut tries = 0;
     while out.len() < n {
         tries += 1;
-        assert!(tries < n * 1000, "only {} agents in {tries} tries", out.len());
+        assert!(
+            tries < n * 1000,
+            "only {} agents in {tries} tries",
+            out.len()
+        );
         let p = rng.in_box(lo, hi + Vec3::Y * 2.0);
         let Some(g) = ground_below(engine, scene, p, p.y - lo.y + 1.0) else {
             continue;
@@ -116,7 +124,11 @@ fn queries(engine: &Engine, scene: &Scene, n: usize, seed: u64, span: f32) -> Ve
             };
             let eye = og + Vec3::Y * EYES[(rng.next_u64() % 2) as usize];
             let body = [Segment::new(og + Vec3::Y * 0.1, eye)];
-            if engine.occluded(scene, &body, Mask::ANY_SOLID).unwrap().get(0) {
+            if engine
+                .occluded(scene, &body, Mask::ANY_SOLID)
+                .unwrap()
+                .get(0)
+            {
                 continue; // no room for the observer
             }
             let sight = [Segment::new(eye, head)];
@@ -188,13 +200,26 @@ fn explain_miss(
     spots: &[Spot],
 ) -> (Miss, usize) {
     let p = params();
-    let sample = |ag: &Agent, g: Vec3, po: Posture, o: Vec3, out: &mut Vec<Vec3>| body_points(ag, g, po, o, &p.body, out);
+    let sample = |ag: &Agent, g: Vec3, po: Posture, o: Vec3, out: &mut Vec<Vec3>| {
+        body_points(ag, g, po, o, &p.body, out)
+    };
     let mut order: Vec<usize> = (0..spots.len())
         .filter(|&k| spots[k].g.is_finite() && spots[k].fit.is_some())
         .collect();
     order.sort_by(|&x, &y| spots[x].g.total_cmp(&spots[y].g));
-    let input: Vec<(Vec3, Option<Posture>)> = order.iter().map(|&k| (spots[k].ground, spots[k].fit)).collect();
-    let hidden = oracle::hidden_postures(engine, scene, &q.agent, &q.observers, q.mask, &sample, &input);
+    let input: Vec<(Vec3, Option<Posture>)> = order
+        .iter()
+        .map(|&k| (spots[k].ground, spots[k].fit))
+        .collect();
+    let hidden = oracle::hidden_postures(
+        engine,
+        scene,
+        &q.agent,
+        &q.observers,
+        q.mask,
+        &sample,
+        &input,
+    );
     let body_hidden = hidden.iter().filter(|h| h.is_some()).count();
     let cands: Vec<Candidate> = order
         .iter()
@@ -234,9 +259,16 @@ fn judge(engine: &Engine, scene: &Scene, q: &DenseQuery, a: &DenseAnswer) -> Jud
         foot: p.body.foot,
     };
     let spots: Vec<Spot> = oracle::flood(engine, scene, &q.agent, &moves);
-    let nearest =
-        oracle::nearest_hidden_lazily(engine, scene, &q.agent, &q.observers, q.mask, &cylinder_points, &spots)
-            .map(|(k, posture)| (spots[k].ground, spots[k].g, posture));
+    let nearest = oracle::nearest_hidden_lazily(
+        engine,
+        scene,
+        &q.agent,
+        &q.observers,
+        q.mask,
+        &cylinder_points,
+        &spots,
+    )
+    .map(|(k, posture)| (spots[k].ground, spots[k].g, posture));
     let (chosen_hidden, chosen_seen) = match &a.choice {
         None => (None, Vec::new()),
         Some(c) => {
@@ -254,19 +286,28 @@ fn judge(engine: &Engine, scene: &Scene, q: &DenseQuery, a: &DenseAnswer) -> Jud
             (Some(seen.iter().all(|&n| n == 0)), seen)
         }
     };
-    let miss = (a.choice.is_none() && nearest.is_some()).then(|| explain_miss(engine, scene, q, a, &spots));
+    let miss = (a.choice.is_none() && nearest.is_some())
+        .then(|| explain_miss(engine, scene, q, a, &spots));
     let (mut only_oracle, mut only_search) = (Vec::new(), Vec::new());
     if a.choice.is_none() && a.rejected.is_empty() {
+        // The agent's own cell is where the agent stands, also when the flood comes back to it
+        // at its centre's ground height.
+        let own = oracle::cell_of(q.agent.position, params().cell);
         let same = |x: Vec3, y: Vec3| x.distance(y) < 0.01;
         only_oracle = spots
             .iter()
-            .filter(|s| s.g.is_finite() && !a.explored.iter().any(|e| same(e.position, s.ground)))
+            .filter(|s| s.g.is_finite() && s.cell != own)
+            .filter(|s| !a.explored.iter().any(|e| same(e.position, s.ground)))
             .map(|s| (s.ground, s.g))
             .collect();
         only_search = a
             .explored
             .iter()
-            .filter(|e| !spots.iter().any(|s| s.g.is_finite() && same(e.position, s.ground)))
+            .filter(|e| {
+                !spots
+                    .iter()
+                    .any(|s| s.g.is_finite() && same(e.position, s.ground))
+            })
             .map(|e| (e.position, e.path_length))
             .collect();
     }
@@ -326,7 +367,11 @@ impl Figures {
 
 fn describe(q: &DenseQuery, a: &DenseAnswer, j: &Judged) -> String {
     let obs: Vec<String> = q.observers.iter().map(|o| format!("{o:.2}")).collect();
-    let mask = if q.mask == Mask::SIGHT { "sight" } else { "fire" };
+    let mask = if q.mask == Mask::SIGHT {
+        "sight"
+    } else {
+        "fire"
+    };
     let choice = a.choice.as_ref().map_or("no cover".to_string(), |c| {
         format!(
             "{:.2} {} path {:.2} m by {} (oracle points seen per observer {:?})",
@@ -342,7 +387,9 @@ fn describe(q: &DenseQuery, a: &DenseAnswer, j: &Judged) -> String {
             .explored
             .iter()
             .find(|e| e.position.distance(g) < 0.01)
-            .map_or("not explored".to_string(), |e| format!("{:?} at {:.2} m", e.cover, e.path_length));
+            .map_or("not explored".to_string(), |e| {
+                format!("{:?} at {:.2} m", e.cover, e.path_length)
+            });
         format!("{g:.2} {} at {d:.2} m (search: {there})", p.name())
     });
     format!(
@@ -400,7 +447,10 @@ fn measure(name: &str, scene: &Scene, seed: u64, span: f32) -> Figures {
                     Some((_, d, _)) if d == 0.0 => {
                         f.hidden_in_place.push(c.path_length);
                         if c.path_length > 0.0 {
-                            odd.push(format!("moved although hidden in place: {}", describe(q, a, j)));
+                            odd.push(format!(
+                                "moved although hidden in place: {}",
+                                describe(q, a, j)
+                            ));
                         }
                     }
                     Some((_, d, _)) => {
@@ -488,7 +538,11 @@ fn measure(name: &str, scene: &Scene, seed: u64, span: f32) -> Figures {
 
 fn assert_targets(name: &str, f: &Figures) {
     assert!(f.queries >= 100, "{name}: only {} queries", f.queries);
-    assert!(f.answered >= 20, "{name}: only {} answered queries", f.answered);
+    assert!(
+        f.answered >= 20,
+        "{name}: only {} answered queries",
+        f.answered
+    );
     assert!(
         f.hidden_share() >= 0.99,
         "{name}: {:.1}% of chosen spots fully hidden from the oracle body, target 99%",
@@ -508,8 +562,9 @@ fn assert_targets(name: &str, f: &Figures) {
 
 #[test]
 fn dense_cover_quality_on_the_dungeon() {
-    let (scene, _) = sightline::scene::load(common::data_dir().join("dungeon.obj"), &Default::default())
-        .unwrap();
+    let (scene, _) =
+        sightline::scene::load(common::data_dir().join("dungeon.obj"), &Default::default())
+            .unwrap();
     let f = measure("dungeon", &scene, 21, 12.0);
     assert_targets("dungeon", &f);
 }

@@ -293,45 +293,57 @@ fn hit_record(r: &RayPrep, tri: &GpuTriangle, t: f32) -> HitRecord {
 pub fn occluded(tiers: &[&Tier], segments: &[Segment], mask: u32) -> Occlusion {
     const WORDS: usize = 8; // 256 segments per task
     let mut out = Occlusion::new(segments.len());
-    out.words
-        .par_chunks_mut(WORDS)
-        .zip(segments.par_chunks(32 * WORDS))
-        .for_each_init(
-            || {
-                (
-                    Box::new([[(0, 0, 0.0); STACK_SIZE]; LANES]),
-                    Vec::with_capacity(32 * WORDS),
-                )
-            },
-            |(stacks, preps), (words, chunk)| {
-                preps.clear();
-                preps.extend(
-                    chunk
-                        .iter()
-                        .map(|s| RayPrep::new(s.start(), s.end() - s.start())),
-                );
-                for t in tiers {
-                    any_hit_stream(t, preps, 1.0, mask, stacks, words);
-                }
-            },
+    let init = || {
+        (
+            Box::new([[(0, 0, 0.0); STACK_SIZE]; LANES]),
+            Vec::with_capacity(32 * WORDS),
+        )
+    };
+    let task = |(stacks, preps): &mut (Box<Stacks>, Vec<RayPrep>),
+                (words, chunk): (&mut [u32], &[Segment])| {
+        preps.clear();
+        preps.extend(
+            chunk
+                .iter()
+                .map(|s| RayPrep::new(s.start(), s.end() - s.start())),
         );
+        for t in tiers {
+            any_hit_stream(t, preps, 1.0, mask, stacks, words);
+        }
+    };
+    if segments.len() <= SERIAL_BELOW {
+        let mut state = init();
+        for pair in out.words.chunks_mut(WORDS).zip(segments.chunks(32 * WORDS)) {
+            task(&mut state, pair);
+        }
+    } else {
+        out.words
+            .par_chunks_mut(WORDS)
+            .zip(segments.par_chunks(32 * WORDS))
+            .for_each_init(init, task);
+    }
     out
 }
+
+/// Batches smaller than this are traced on the calling thread: waking the thread pool costs
+/// more than it saves (searches that trace a wave at a time make many such calls).
+const SERIAL_BELOW: usize = 4096;
 
 /// Kernel `closest_hit`: the nearest blocking triangle per ray over all tiers.
 #[must_use]
 pub fn closest_hit(tiers: &[&Tier], rays: &[Ray], mask: u32) -> Vec<HitRecord> {
-    rays.par_iter()
-        .with_min_len(64)
-        .map(|ray| {
-            let r = RayPrep::new(ray.origin(), ray.dir());
-            let mut best = HitRecord::MISS;
-            for t in tiers {
-                closest(t, &r, ray.t_max, mask, &mut best);
-            }
-            best
-        })
-        .collect()
+    let one = |ray: &Ray| {
+        let r = RayPrep::new(ray.origin(), ray.dir());
+        let mut best = HitRecord::MISS;
+        for t in tiers {
+            closest(t, &r, ray.t_max, mask, &mut best);
+        }
+        best
+    };
+    if rays.len() <= SERIAL_BELOW {
+        return rays.iter().map(one).collect();
+    }
+    rays.par_iter().with_min_len(64).map(one).collect()
 }
 
 /// Brute force over every triangle: the reference the BVH walks are tested against.

@@ -44,17 +44,22 @@ impl Oracle {
     pub fn nearest_hidden(&self) -> Option<((i32, i32), f32, Posture)> {
         self.cells
             .iter()
-            .filter_map(|c| c.hidden.filter(|_| c.g.is_finite()).map(|p| (c.cell, c.g, p)))
+            .filter_map(|c| {
+                c.hidden
+                    .filter(|_| c.g.is_finite())
+                    .map(|p| (c.cell, c.g, p))
+            })
             .min_by(|a, b| a.1.total_cmp(&b.1).then(b.2.cmp(&a.2)).then(a.0.cmp(&b.0)))
     }
 
     /// The spot of the cell holding `p` whose ground is nearest `p`'s height.
     pub fn at(&self, p: Vec3, cell: f32) -> Option<&OracleCell> {
         let k = cell_of(p, cell);
-        self.cells
-            .iter()
-            .filter(|c| c.cell == k)
-            .min_by(|a, b| (a.ground.y - p.y).abs().total_cmp(&(b.ground.y - p.y).abs()))
+        self.cells.iter().filter(|c| c.cell == k).min_by(|a, b| {
+            (a.ground.y - p.y)
+                .abs()
+                .total_cmp(&(b.ground.y - p.y).abs())
+        })
     }
 }
 
@@ -112,7 +117,8 @@ pub fn flood(engine: &Engine, scene: &Scene, agent: &Agent, m: &Moves) -> Vec<Sp
         fit: Some(Posture::Standing),
         g: f32::INFINITY,
     }];
-    let mut index: HashMap<(i32, i32, i32), usize> = HashMap::from([((start.0, start.1, cm(a.y)), 0)]);
+    let mut index: HashMap<(i32, i32, i32), usize> =
+        HashMap::from([((start.0, start.1, cm(a.y)), 0)]);
     let mut edges: Vec<Vec<(usize, f32)>> = vec![Vec::new()];
     // Ground per (cell, bits of the height it is entered from).
     let mut ground: HashMap<((i32, i32), u32), Option<Vec3>> = HashMap::new();
@@ -190,7 +196,11 @@ pub fn flood(engine: &Engine, scene: &Scene, agent: &Agent, m: &Moves) -> Vec<Sp
         }
         let segs: Vec<Segment> = new
             .iter()
-            .flat_map(|&v| clearance_segments(agent, spots[v].ground, m.foot).into_iter().flatten())
+            .flat_map(|&v| {
+                clearance_segments(agent, spots[v].ground, m.foot)
+                    .into_iter()
+                    .flatten()
+            })
             .collect();
         let bits = engine.occluded(scene, &segs, Mask::FIRE).unwrap();
         for (k, &v) in new.iter().enumerate() {
@@ -345,7 +355,10 @@ pub fn nearest_hidden_lazily(
     let mut batch = 64;
     while at < order.len() {
         let chunk = &order[at..(at + batch).min(order.len())];
-        let input: Vec<(Vec3, Option<Posture>)> = chunk.iter().map(|&k| (spots[k].ground, spots[k].fit)).collect();
+        let input: Vec<(Vec3, Option<Posture>)> = chunk
+            .iter()
+            .map(|&k| (spots[k].ground, spots[k].fit))
+            .collect();
         let hidden = hidden_postures(engine, scene, agent, observers, mask, sample, &input);
         // In distance order: the first hidden one is the nearest; among equal distances the
         // highest posture.
@@ -371,7 +384,13 @@ pub fn nearest_hidden_lazily(
 /// each of [`CYLINDER_ANGLES`] points all the way round, every 45 degrees starting with the
 /// point facing the observer (horizontally; +x when the observer is straight above), so the
 /// two silhouette sides (90 and 270 degrees) and the back are included.
-pub fn cylinder_points(agent: &Agent, ground: Vec3, posture: Posture, observer: Vec3, out: &mut Vec<Vec3>) {
+pub fn cylinder_points(
+    agent: &Agent,
+    ground: Vec3,
+    posture: Posture,
+    observer: Vec3,
+    out: &mut Vec<Vec3>,
+) {
     let head = agent.head_height(posture);
     let to = Vec3::new(observer.x - ground.x, 0.0, observer.z - ground.z);
     let toward = if to.length_squared() > 1e-12 {
@@ -421,7 +440,9 @@ pub fn exhaustive(
         .into_iter()
         .filter(|s| s.g.is_finite())
         .collect();
-    let sample = |a: &Agent, g: Vec3, p: Posture, o: Vec3, out: &mut Vec<Vec3>| body_points(a, g, p, o, body, out);
+    let sample = |a: &Agent, g: Vec3, p: Posture, o: Vec3, out: &mut Vec<Vec3>| {
+        body_points(a, g, p, o, body, out)
+    };
     let input: Vec<(Vec3, Option<Posture>)> = spots.iter().map(|s| (s.ground, s.fit)).collect();
     let hidden = hidden_postures(engine, scene, agent, observers, mask, &sample, &input);
     Oracle {
