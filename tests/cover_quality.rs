@@ -18,8 +18,11 @@
 //!    maximum. The oracle's distance is octile and the search's path string-pulled, so ratios
 //!    below 1 happen.
 //!
-//! The first few answers that miss a target are printed in full (agent, observers, choice,
-//! oracle's nearest hidden cell).
+//! The search runs with its defaults but a 10 m radius, intervis verification on. A second line
+//! per scene breaks the missed cover down by cause ([`Miss`]), counts the "no cover" searches
+//! that explored exactly the spots the oracle reaches, and gives the times; then the first few
+//! answers that miss a target, or look odd, are printed in full (agent, observers, choice, the
+//! oracle's nearest hidden cell and what the search made of it).
 
 #[path = "common/mod.rs"]
 mod common;
