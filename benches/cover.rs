@@ -1,5 +1,5 @@
 //! Cover queries: the dense search (`cover::dense`, its defaults: a 20 m radius, that is a 40 m
-//! square, whole-body visibility and the intervis check) and the sensor grid (seed 000,
+//! square, whole-body visibility and the intervis check) and the sensor grid (Darken, Morgan and Paull,
 //! `SensorGridParams::darken2005`): the latency of one query and the throughput of a batch of
 //! 1,000, on `village` and `dungeon.obj`, on our CPU backend and our GPU backend (one shared
 //! headless device; on a machine without a GPU that is lavapipe, a CPU Vulkan driver).
@@ -21,7 +21,7 @@
 //! 5 ms and at least 1,000 queries per second in a batch of 1,000 sharing 4 observers (the
 //! `batch1000_shared` group: 1,000 agents of one area and the same 4 observers); sensor grid,
 //! one query under 1 ms, at least 2,000 queries per second in a batch of 1,000. Seed baselines: "nearly
-//! instantaneous" for one agent in UnrealScript on a 1.7 GHz laptop (seed 000); Slant Six's
+//! instantaneous" for one agent in UnrealScript on a 1.7 GHz laptop (Darken, Morgan and Paull); Slant Six's
 //! 32 x 32 ring graph in 0.77 ms on a PS3 PPU.
 
 #[path = "common/mod.rs"]
@@ -268,8 +268,13 @@ fn dense_search(c: &mut Criterion, cases: &[Case], gpu: Option<&Engine>) {
                 b.iter(|| {
                     let q = &queries[i % QUERIES];
                     i += 1;
-                    dense::find_cover(engine, &case.scene, black_box(std::slice::from_ref(q)), &params)
-                        .unwrap()
+                    dense::find_cover(
+                        engine,
+                        &case.scene,
+                        black_box(std::slice::from_ref(q)),
+                        &params,
+                    )
+                    .unwrap()
                 })
             });
         }
@@ -279,7 +284,9 @@ fn dense_search(c: &mut Criterion, cases: &[Case], gpu: Option<&Engine>) {
             g.throughput(Throughput::Elements(QUERIES as u64));
             for &(name, engine) in &engines {
                 g.bench_function(name, |b| {
-                    b.iter(|| dense::find_cover(engine, &case.scene, black_box(batch), &params).unwrap())
+                    b.iter(|| {
+                        dense::find_cover(engine, &case.scene, black_box(batch), &params).unwrap()
+                    })
                 });
             }
             g.finish();

@@ -1,4 +1,4 @@
-//! Precomputation against seed 003's Tables 1-3, on `urban` sampled at 2 m (its Table 2 setup):
+//! Precomputation against Darken, McCue and Guerrero's Tables 1-3, on `urban` sampled at 2 m (its Table 2 setup):
 //! all-pairs line of sight, intervis pairs per second (GPU stencil pass and its CPU ray-casting
 //! twin), and file sizes.
 //!
@@ -6,7 +6,7 @@
 //! WGPU_BACKEND=vulkan cargo bench --bench tables
 //! ```
 //!
-//! Seed 003 baselines (Intel Q6600, 2009 GPU): 7.16M line-of-sight pairs in 0.298 h; intervis
+//! Darken, McCue and Guerrero baselines (Intel Q6600, 2009 GPU): 7.16M line-of-sight pairs in 0.298 h; intervis
 //! 14.3M pairs in 22.3 h (~178 pairs/s); 0.89 MB of line-of-sight bits and 28.1 MB of intervis
 //! for 3,784 waypoints. Targets here: all-pairs line of sight under 2 s; intervis at least
 //! 5,000 pairs/s.
@@ -38,7 +38,7 @@ fn benches(c: &mut Criterion) {
     let n = waypoints.len();
     let los_params = LosParams::standing();
 
-    // File sizes beside seed 003's Table 3, from one full line-of-sight run and an intervis
+    // File sizes beside Darken, McCue and Guerrero's Table 3, from one full line-of-sight run and an intervis
     // sample extrapolated to all ordered pairs (labelled as an estimate).
     let los = compute_los(&cpu, &scene, &waypoints, &los_params, None, |_, _| {}).unwrap();
     let table = sightline::tables::precompute(
@@ -73,7 +73,7 @@ fn benches(c: &mut Criterion) {
     let exposed = sample.iter().filter(|r| r.exposed > 0).count() as f64 / PAIRS as f64;
     let ordered = (n * (n - 1)) as f64;
     eprintln!(
-        "urban at 2 m: {n} waypoints (seed 003: 3,784); {} unordered pairs, {} visible; LOS bits {:.3} MB (seed: 0.89 MB); \
+        "urban at 2 m: {n} waypoints (Darken, McCue and Guerrero: 3,784); {} unordered pairs, {} visible; LOS bits {:.3} MB (seed: 0.89 MB); \
          whole LOS file with sees lists {:.2} MB; intervis: {:.1}% of sampled ordered pairs expose something -> \
          estimated {:.1} MB for all {} ordered pairs at 56 bytes per record (seed: 28.1 MB)",
         los.bit_count(),

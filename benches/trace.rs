@@ -11,7 +11,7 @@
 //! Environment: `SIGHTLINE_DATA` is the folder holding `dungeon.obj` (default `../shared/data`
 //! next to the crate); `SIGHTLINE_REQUIRE_GPU=1` panics instead of skipping the `gpu` functions
 //! when no adapter exists. Setup (scene sizes, build times, the adapter, parry agreement) goes
-//! to stderr. For scale, the seed's baseline is 50,000 traces per second (seed 002, "CPU Load").
+//! to stderr. For scale, the seed's baseline is 50,000 traces per second (van der Sterren, "CPU Load").
 
 #[path = "common/mod.rs"]
 mod common;
@@ -179,7 +179,7 @@ fn bvh_build(c: &mut Criterion, unbuilt: &Scene) {
 fn main() {
     let _ = env_logger::try_init();
     eprintln!(
-        "seed baseline: 50,000 traces/s (seed 002, \"CPU Load\"); {} rayon threads",
+        "seed baseline: 50,000 traces/s (van der Sterren, \"CPU Load\"); {} rayon threads",
         rayon::current_num_threads()
     );
     let mut c = Criterion::default()

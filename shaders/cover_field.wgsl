@@ -1,4 +1,4 @@
-// Cover field classification (seed 001, IV.E, done per cell): for every ground cell, which
+// Cover field classification (Morgan, IV.E, done per cell): for every ground cell, which
 // postures are hidden from every observer of this group, judged against the observers' depth
 // views (shaders/depth_map.wgsl): a cube of six faces, or one square frustum aimed at the field
 // (`eye.w` > 0). A template point is hidden when all four texels around its projection hold a

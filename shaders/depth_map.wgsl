@@ -1,4 +1,4 @@
-// Depth views for the cover field (seed 001, IV.E): one render pass per face of each observer's
+// Depth views for the cover field (Morgan, IV.E): one render pass per face of each observer's
 // view (a cube of six 90-degree faces, or one square frustum aimed at the field) draws the
 // masked triangles and stores, per texel, the straight-line distance from the eye to the
 // nearest surface (R32Float colour; a reversed-Z Depth32Float attachment picks the nearest).

@@ -1,4 +1,4 @@
-// Intervis reduction (seed 003): one workgroup per target reduces the target's padded box of
+// Intervis reduction (Darken, McCue and Guerrero): one workgroup per target reduces the target's padded box of
 // its stencil layer to an IntervisRecord. Self-contained (no common.wgsl). Rust twins:
 // `intervis::IntervisRecord`, `intervis::measure::gpu::{Light, Job, Batch}`; the CPU twin of
 // the reduction is `intervis::measure::Sums` (same fields, same `finish`).

@@ -1,4 +1,4 @@
-// Intervis render passes (seed 003, "Visibility Precomputation"). Self-contained (no
+// Intervis render passes (Darken, McCue and Guerrero, "Visibility Precomputation"). Self-contained (no
 // common.wgsl). Rust twins: `intervis::measure::gpu::{ViewBlock, Light}`.
 //
 // - Scene pass, once per view: the triangles that block sight, shaded grey

@@ -1,4 +1,4 @@
-//! The depth-map cover field (seed 001, IV.E): the GPU depth views against exact ray casting on
+//! The depth-map cover field (Morgan, IV.E): the GPU depth views against exact ray casting on
 //! the built-in scenes and outside a ray-cast edge band for threats from 1 m to 100 km, the
 //! choice of view per observer, exact classes behind a rock, a half-height wall and a foliage
 //! wall, cover versus concealment, and bad input.

@@ -12,9 +12,11 @@
 //! 1. **fully hidden**: the share of answers with a choice whose chosen spot hides every oracle
 //!    point of the chosen posture from every observer (target: at least 99%);
 //! 2. **missed cover**: among the queries answered "no cover", the share for which the oracle
-//!    reaches a cell within the radius where some fitting posture hides (target: at most 5%);
+//!    reaches true cover within the radius: a cell where the oracle body hides some fitting
+//!    posture and the intervis humanoid in that posture shows no pixel (the search's own final
+//!    check; the nearest 32 oracle-hidden cells are measured) (target: at most 5%);
 //! 3. **detour**: over the answered queries, the chosen path length over the oracle's grid
-//!    distance to its nearest hidden cell: median (target: at most 1.15), 95th percentile and
+//!    distance to its nearest true cover: median (target: at most 1.15), 95th percentile and
 //!    maximum. The oracle's distance is octile and the search's path string-pulled, so ratios
 //!    below 1 happen.
 //!
@@ -160,12 +162,12 @@ struct Judged {
     chosen_hidden: Option<bool>,
     /// Per observer: oracle points of the chosen posture it sees at the chosen spot.
     chosen_seen: Vec<usize>,
-    /// The oracle's nearest hidden spot: ground, grid distance, highest hidden posture.
+    /// The oracle's nearest true cover: ground, grid distance, highest hidden posture.
     nearest: Option<(Vec3, f32, Posture)>,
     /// Spots the oracle reached.
     reached: usize,
-    /// Where the search said "no cover" and the oracle found some: why (see [`Miss`]), and
-    /// how many reachable spots hide the search's own body sample.
+    /// Where the search said "no cover" and the oracle found true cover: why (see [`Miss`]),
+    /// and whether the search's own body hides there (1) or not (0).
     miss: Option<(Miss, usize)>,
     /// Where the search explored everything it reaches ("no cover" without rejections): the
     /// spots only the oracle reached (ground, grid distance), and those only the search did.
@@ -173,43 +175,35 @@ struct Judged {
     only_search: Vec<(Vec3, f32)>,
 }
 
-/// Why the search answered "no cover" where the oracle body hides somewhere within reach.
+/// Why the search answered "no cover" where the oracle finds true cover within reach.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Miss {
-    /// No reachable spot hides the search's own body sample (a 0.3 m cylinder, where the
-    /// oracle's is 0.25 m): the models differ, the search kept its rules.
+    /// No true cover spot (oracle body hidden, intervis clean) hides the search's own body
+    /// sample: the two body models differ there.
     Thinner,
-    /// Spots hide the search's body, but the intervis humanoid is seen at each of the nearest
-    /// (up to [`INTERVIS_CHECKS`]): the search kept its rules.
+    /// Unused: kept so the cause line reads the same; true cover requires intervis.
     Intervis,
-    /// A spot hides the search's body and passes intervis, but the search stopped after
+    /// A true cover spot hides the search's body, but the search stopped after
     /// `max_rejections` intervis rejections before reaching it.
     GaveUp,
-    /// A spot hides the search's body and passes intervis, and the search did not give up.
+    /// A true cover spot hides the search's body, and the search did not give up.
     Search,
 }
 
-/// Spots checked with the intervis humanoid when explaining a miss.
+/// Oracle-hidden spots, nearest first, measured with the intervis humanoid when looking for
+/// the nearest true cover.
 const INTERVIS_CHECKS: usize = 32;
 
-/// Why `a` says "no cover": the reachable spots are judged again with the search's body
-/// sample, and the nearest that hide with the intervis humanoid.
-/// Also returns how many reachable spots hide the search's body.
-fn explain_miss(
+/// The nearest true cover among `order` (indices into `spots`, nearest first): the oracle body
+/// hides a fitting posture there and the intervis humanoid in that posture shows no pixel,
+/// among the first [`INTERVIS_CHECKS`] spots the oracle body hides. Returns (index, posture).
+fn true_cover(
     engine: &Engine,
     scene: &Scene,
     q: &DenseQuery,
-    a: &DenseAnswer,
     spots: &[Spot],
-) -> (Miss, usize) {
-    let p = params();
-    let sample = |ag: &Agent, g: Vec3, po: Posture, o: Vec3, out: &mut Vec<Vec3>| {
-        body_points(ag, g, po, o, &p.body, out)
-    };
-    let mut order: Vec<usize> = (0..spots.len())
-        .filter(|&k| spots[k].g.is_finite() && spots[k].fit.is_some())
-        .collect();
-    order.sort_by(|&x, &y| spots[x].g.total_cmp(&spots[y].g));
+    order: &[usize],
+) -> Option<(usize, Posture)> {
     let input: Vec<(Vec3, Option<Posture>)> = order
         .iter()
         .map(|&k| (spots[k].ground, spots[k].fit))
@@ -220,36 +214,62 @@ fn explain_miss(
         &q.agent,
         &q.observers,
         q.mask,
-        &sample,
+        &cylinder_points,
         &input,
     );
-    let body_hidden = hidden.iter().filter(|h| h.is_some()).count();
-    let cands: Vec<Candidate> = order
+    let hid: Vec<(usize, Posture)> = order
         .iter()
         .zip(&hidden)
-        .filter_map(|(&k, h)| {
-            h.map(|posture| Candidate {
-                agent: &q.agent,
-                ground: spots[k].ground,
-                posture,
-                observers: &q.observers,
-                mask: q.mask,
-            })
-        })
+        .filter_map(|(&k, h)| h.map(|p| (k, p)))
         .take(INTERVIS_CHECKS)
         .collect();
-    if cands.is_empty() {
-        return (Miss::Thinner, 0);
-    }
+    let cands: Vec<Candidate> = hid
+        .iter()
+        .map(|&(k, posture)| Candidate {
+            agent: &q.agent,
+            ground: spots[k].ground,
+            posture,
+            observers: &q.observers,
+            mask: q.mask,
+        })
+        .collect();
     let pixels = intervis_exposure(engine, scene, &cands).unwrap();
-    let miss = if pixels.iter().all(|px| px.iter().any(|&n| n > 0)) {
-        Miss::Intervis
+    hid.into_iter()
+        .zip(pixels)
+        .find(|(_, px)| px.iter().all(|&n| n == 0))
+        .map(|(h, _)| h)
+}
+
+/// Why `a` says "no cover" although `truth` (indices into `spots`) is true cover: whether the
+/// search's own body hides there, and whether the search gave up.
+fn explain_miss(
+    engine: &Engine,
+    scene: &Scene,
+    q: &DenseQuery,
+    a: &DenseAnswer,
+    spot: &Spot,
+) -> (Miss, usize) {
+    let p = params();
+    let sample = |ag: &Agent, g: Vec3, po: Posture, o: Vec3, out: &mut Vec<Vec3>| {
+        body_points(ag, g, po, o, &p.body, out)
+    };
+    let ours = oracle::hidden_postures(
+        engine,
+        scene,
+        &q.agent,
+        &q.observers,
+        q.mask,
+        &sample,
+        &[(spot.ground, spot.fit)],
+    );
+    let miss = if ours[0].is_none() {
+        Miss::Thinner
     } else if a.rejected.len() >= p.max_rejections {
         Miss::GaveUp
     } else {
         Miss::Search
     };
-    (miss, body_hidden)
+    (miss, usize::from(ours[0].is_some()))
 }
 
 fn judge(engine: &Engine, scene: &Scene, q: &DenseQuery, a: &DenseAnswer) -> Judged {
@@ -262,16 +282,12 @@ fn judge(engine: &Engine, scene: &Scene, q: &DenseQuery, a: &DenseAnswer) -> Jud
         foot: p.body.foot,
     };
     let spots: Vec<Spot> = oracle::flood(engine, scene, &q.agent, &moves);
-    let nearest = oracle::nearest_hidden_lazily(
-        engine,
-        scene,
-        &q.agent,
-        &q.observers,
-        q.mask,
-        &cylinder_points,
-        &spots,
-    )
-    .map(|(k, posture)| (spots[k].ground, spots[k].g, posture));
+    let mut order: Vec<usize> = (0..spots.len())
+        .filter(|&k| spots[k].g.is_finite() && spots[k].fit.is_some())
+        .collect();
+    order.sort_by(|&x, &y| spots[x].g.total_cmp(&spots[y].g));
+    let truth = true_cover(engine, scene, q, &spots, &order);
+    let nearest = truth.map(|(k, posture)| (spots[k].ground, spots[k].g, posture));
     let (chosen_hidden, chosen_seen) = match &a.choice {
         None => (None, Vec::new()),
         Some(c) => {
@@ -289,8 +305,10 @@ fn judge(engine: &Engine, scene: &Scene, q: &DenseQuery, a: &DenseAnswer) -> Jud
             (Some(seen.iter().all(|&n| n == 0)), seen)
         }
     };
-    let miss = (a.choice.is_none() && nearest.is_some())
-        .then(|| explain_miss(engine, scene, q, a, &spots));
+    let miss = match (&a.choice, truth) {
+        (None, Some((k, _))) => Some(explain_miss(engine, scene, q, a, &spots[k])),
+        _ => None,
+    };
     let (mut only_oracle, mut only_search) = (Vec::new(), Vec::new());
     if a.choice.is_none() && a.rejected.is_empty() {
         // The agent's own cell is where the agent stands, also when the flood comes back to it
@@ -577,4 +595,12 @@ fn dense_cover_quality_on_the_village() {
     let scene = procedural::village(1, 1);
     let f = measure("village", &scene, 22, 20.0);
     assert_targets("village", &f);
+}
+
+/// A scene the body model was not adjusted on: the urban block was held out while it was tuned.
+#[test]
+fn dense_cover_quality_on_the_urban_block() {
+    let scene = procedural::urban(1, 1);
+    let f = measure("urban", &scene, 23, 20.0);
+    assert_targets("urban", &f);
 }

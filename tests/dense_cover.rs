@@ -1,4 +1,4 @@
-//! The dense cover search and the whole-body model: seed 000's rock, the bridge deck and the
+//! The dense cover search and the whole-body model: Darken, Morgan and Paull's rock, the bridge deck and the
 //! crest, an exhaustive search on generated scenes, and GPU = CPU on real levels.
 
 #[path = "common/mod.rs"]
@@ -34,7 +34,7 @@ fn scene_of(mesh: Mesh) -> Scene {
     s
 }
 
-/// Seed 000's thought experiment: an agent 5 m from the rock on the observer's side, at 8
+/// Darken, Morgan and Paull's thought experiment: an agent 5 m from the rock on the observer's side, at 8
 /// compass directions, hides behind the rock standing, with both methods on both backends. (The
 /// rock narrows toward the ground, so the grid's sparse sensors behind it often show the legs:
 /// its choice is judged by the seed's own three points here.)
@@ -67,8 +67,12 @@ fn behind_the_rock_from_five_metres_at_eight_directions_with_both_methods() {
         for k in 0..8 {
             let dir = dense[k].agent.position / 5.0;
             for (name, pos, posture, decided) in [
-                d[k].choice.as_ref().map(|c| ("dense", c.position, c.posture, c.decided_by)),
-                g[k].choice.as_ref().map(|c| ("sensor grid", c.position, c.posture, c.decided_by)),
+                d[k].choice
+                    .as_ref()
+                    .map(|c| ("dense", c.position, c.posture, c.decided_by)),
+                g[k].choice
+                    .as_ref()
+                    .map(|c| ("sensor grid", c.position, c.posture, c.decided_by)),
             ]
             .into_iter()
             .map(|c| c.unwrap_or_else(|| panic!("{:?} direction {k}: no cover", engine.backend())))
@@ -79,7 +83,11 @@ fn behind_the_rock_from_five_metres_at_eight_directions_with_both_methods() {
                     engine.backend()
                 );
                 assert_eq!(posture, Posture::Standing, "{name} direction {k}");
-                let check = if name == "dense" { Check::Intervis } else { Check::Template };
+                let check = if name == "dense" {
+                    Check::Intervis
+                } else {
+                    Check::Template
+                };
                 assert_eq!(decided, check, "{name} direction {k}");
             }
         }
@@ -93,7 +101,12 @@ fn behind_the_rock_from_five_metres_at_eight_directions_with_both_methods() {
 fn standing_under_a_bridge_deck_is_neither_hidden_nor_possible() {
     let mut m = Mesh::default();
     ground(&mut m, 40.0, 0.0);
-    cuboid(&mut m, Vec3::new(-3.0, 1.6, -3.0), Vec3::new(3.0, 1.8, 3.0), SOLID);
+    cuboid(
+        &mut m,
+        Vec3::new(-3.0, 1.6, -3.0),
+        Vec3::new(3.0, 1.8, 3.0),
+        SOLID,
+    );
     let scene = scene_of(m);
     let engine = Engine::cpu();
     let observer = Vec3::new(-15.0, 1.2, 0.0);
@@ -102,7 +115,10 @@ fn standing_under_a_bridge_deck_is_neither_hidden_nor_possible() {
         .map(|p| Segment::new(observer, p))
         .to_vec();
     let bits = engine.occluded(&scene, &seed, Mask::FIRE).unwrap();
-    assert!((0..3).all(|i| bits.get(i)), "the seed's template calls it hidden");
+    assert!(
+        (0..3).all(|i| bits.get(i)),
+        "the seed's template calls it hidden"
+    );
     let e = body_exposure(
         &engine,
         &scene,
@@ -117,12 +133,22 @@ fn standing_under_a_bridge_deck_is_neither_hidden_nor_possible() {
     )
     .unwrap();
     assert!(e[0][0] > 0.8, "the body is {}% exposed", e[0][0] * 100.0);
-    let answer = nearest_cover(&engine, &scene, Vec3::new(-1.0, 0.0, 0.5), &[observer], Mask::FIRE)
-        .unwrap();
+    let answer = nearest_cover(
+        &engine,
+        &scene,
+        Vec3::new(-1.0, 0.0, 0.5),
+        &[observer],
+        Mask::FIRE,
+    )
+    .unwrap();
     let under = |p: Vec3| p.x.abs() < 3.0 && p.z.abs() < 3.0;
     assert!(answer.explored.iter().any(|e| under(e.position)));
     for e in answer.explored.iter().filter(|e| under(e.position)) {
-        assert_eq!(e.cover, sightline::cover::field::CellCover::Exposed, "{e:?}");
+        assert_eq!(
+            e.cover,
+            sightline::cover::field::CellCover::Exposed,
+            "{e:?}"
+        );
     }
     if let Some(c) = &answer.choice {
         assert!(!under(c.position), "chose {c:?}");
@@ -151,7 +177,12 @@ fn standing_under_a_bridge_deck_is_neither_hidden_nor_possible() {
 fn prone_behind_a_crest_seen_from_above_is_exposed() {
     let mut m = Mesh::default();
     ground(&mut m, 40.0, 0.0);
-    cuboid(&mut m, Vec3::new(-0.6, 0.0, -3.0), Vec3::new(-0.4, 0.5, 3.0), SOLID);
+    cuboid(
+        &mut m,
+        Vec3::new(-0.6, 0.0, -3.0),
+        Vec3::new(-0.4, 0.5, 3.0),
+        SOLID,
+    );
     let scene = scene_of(m);
     let engine = Engine::cpu();
     let observer = Vec3::new(-20.0, 6.0, 0.0);
@@ -160,7 +191,10 @@ fn prone_behind_a_crest_seen_from_above_is_exposed() {
         .map(|p| Segment::new(observer, p))
         .to_vec();
     let bits = engine.occluded(&scene, &seed, Mask::FIRE).unwrap();
-    assert!((0..3).all(|i| bits.get(i)), "the seed's template calls it hidden");
+    assert!(
+        (0..3).all(|i| bits.get(i)),
+        "the seed's template calls it hidden"
+    );
     let cand = Candidate {
         agent: &agent,
         ground: Vec3::ZERO,
@@ -199,7 +233,11 @@ fn the_body_sample_agrees_with_a_brute_force_body() {
         let mut pts = Vec::new();
         body_points(&agent, g, p, o, &BodyParams::standard(), &mut pts);
         let sample = engine
-            .occluded(&scene, &pts.iter().map(|&t| Segment::new(o, t)).collect::<Vec<_>>(), Mask::SIGHT)
+            .occluded(
+                &scene,
+                &pts.iter().map(|&t| Segment::new(o, t)).collect::<Vec<_>>(),
+                Mask::SIGHT,
+            )
             .unwrap();
         let sample_hidden = (0..pts.len()).all(|i| sample.get(i));
         let brute: Vec<Segment> = (0..2000)
@@ -218,11 +256,20 @@ fn the_body_sample_agrees_with_a_brute_force_body() {
                 bad += 1;
             }
         } else {
-            assert!(seen > 0.0 || !sample_hidden, "sample sees what brute force cannot");
+            assert!(
+                seen > 0.0 || !sample_hidden,
+                "sample sees what brute force cannot"
+            );
         }
     }
-    assert!(hidden >= 20, "only {hidden} hidden spots: the test needs more");
-    assert_eq!(bad, 0, "{bad} of {hidden} sample-hidden spots show 1% or more");
+    assert!(
+        hidden >= 20,
+        "only {hidden} hidden spots: the test needs more"
+    );
+    assert_eq!(
+        bad, 0,
+        "{bad} of {hidden} sample-hidden spots show 1% or more"
+    );
 }
 
 /// Boxes of random size on a plane; random agents and observers.
@@ -258,7 +305,11 @@ fn dense_search_equals_an_exhaustive_search_on_generated_scenes() {
         while queries.len() < 12 {
             let p = rng.in_box(Vec3::new(-10.0, 0.0, -10.0), Vec3::new(10.0, 0.0, 10.0));
             let up = engine
-                .occluded(&scene, &[Segment::new(p + Vec3::Y * 0.05, p + Vec3::Y * 3.0)], Mask::ANY_SOLID)
+                .occluded(
+                    &scene,
+                    &[Segment::new(p + Vec3::Y * 0.05, p + Vec3::Y * 3.0)],
+                    Mask::ANY_SOLID,
+                )
                 .unwrap();
             if up.get(0) {
                 continue; // inside a box
@@ -292,7 +343,9 @@ fn dense_search_equals_an_exhaustive_search_on_generated_scenes() {
                 (None, None) => none += 1,
                 (Some((_, g, p)), Some(c)) => {
                     found += 1;
-                    let at = o.at(c.position, params.cell).expect("chosen cell in the grid");
+                    let at = o
+                        .at(c.position, params.cell)
+                        .expect("chosen cell in the grid");
                     assert!(
                         (at.g - g).abs() < 1e-3,
                         "seed {seed}, agent {}: chose a cell {} m away, the nearest hidden is {g} m",
@@ -329,7 +382,11 @@ fn seen_agents(engine: &Engine, scene: &Scene, n: usize, seed: u64, span: f32) -
         tries += 1;
         let p = rng.in_box(lo, hi).with_y(hi.y + 1.0);
         let Some(h) = engine
-            .closest_hit(scene, &[Ray::new(p, Vec3::NEG_Y, hi.y - lo.y + 2.0)], Mask::ANY_SOLID)
+            .closest_hit(
+                scene,
+                &[Ray::new(p, Vec3::NEG_Y, hi.y - lo.y + 2.0)],
+                Mask::ANY_SOLID,
+            )
             .unwrap()[0]
         else {
             continue;
@@ -343,7 +400,13 @@ fn seen_agents(engine: &Engine, scene: &Scene, n: usize, seed: u64, span: f32) -
         }
         let g = p - Vec3::Y * h.t;
         let observers: Vec<Vec3> = (0..2)
-            .map(|_| g + Vec3::new(rng.range(-span, span), rng.range(1.0, 4.0), rng.range(-span, span)))
+            .map(|_| {
+                g + Vec3::new(
+                    rng.range(-span, span),
+                    rng.range(1.0, 4.0),
+                    rng.range(-span, span),
+                )
+            })
             .collect();
         let head = g + Vec3::Y * 1.75;
         let segs: Vec<Segment> = observers.iter().map(|&o| Segment::new(o, head)).collect();
@@ -354,7 +417,11 @@ fn seen_agents(engine: &Engine, scene: &Scene, n: usize, seed: u64, span: f32) -
         out.push(DenseQuery {
             agent: Agent::soldier(g),
             observers,
-            mask: if out.len() % 2 == 0 { Mask::SIGHT } else { Mask::FIRE },
+            mask: if out.len() % 2 == 0 {
+                Mask::SIGHT
+            } else {
+                Mask::FIRE
+            },
         });
     }
     out
@@ -369,23 +436,28 @@ fn gpu_and_cpu_answers_are_identical_on_real_levels() {
         verify_intervis: false,
         ..DenseParams::standard()
     };
-    let dungeon = sightline::scene::load(
-        common::data_dir().join("dungeon.obj"),
-        &Default::default(),
-    )
-    .unwrap()
-    .0;
+    let dungeon =
+        sightline::scene::load(common::data_dir().join("dungeon.obj"), &Default::default())
+            .unwrap()
+            .0;
     let mut total = 0;
     for (name, scene, span) in [
         ("village", procedural::village(1, 1), 15.0),
         ("dungeon", dungeon, 8.0),
     ] {
         let queries = seen_agents(&cpu, &scene, 600, 11, span);
-        assert!(queries.len() >= 500, "{name}: only {} seen agents", queries.len());
+        assert!(
+            queries.len() >= 500,
+            "{name}: only {} seen agents",
+            queries.len()
+        );
         let a = find_cover(&cpu, &scene, &queries, &params).unwrap();
         let b = find_cover(&gpu, &scene, &queries, &params).unwrap();
         let with_cover = a.iter().filter(|x| x.choice.is_some()).count();
-        assert!(with_cover * 10 > queries.len(), "{name}: {with_cover} with cover");
+        assert!(
+            with_cover * 10 > queries.len(),
+            "{name}: {with_cover} with cover"
+        );
         assert_eq!(a, b, "{name}: GPU and CPU answers differ");
         total += queries.len();
     }
@@ -407,7 +479,13 @@ fn bad_queries_are_errors() {
         (q(Vec3::ZERO, Vec3::new(f32::INFINITY, 0.0, 0.0)), ok),
         (q(Vec3::ZERO, Vec3::ONE), DenseParams { cell: 0.0, ..ok }),
         (q(Vec3::ZERO, Vec3::ONE), DenseParams { radius: 1e9, ..ok }),
-        (q(Vec3::ZERO, Vec3::ONE), DenseParams { radius: f32::NAN, ..ok }),
+        (
+            q(Vec3::ZERO, Vec3::ONE),
+            DenseParams {
+                radius: f32::NAN,
+                ..ok
+            },
+        ),
         (
             q(Vec3::ZERO, Vec3::ONE),
             DenseParams {
@@ -423,7 +501,15 @@ fn bad_queries_are_errors() {
         assert!(matches!(e, sightline::Error::InvalidInput(_)), "{e}");
     }
     // No observers: hidden where it stands.
-    let a = find_cover(&engine, &scene, &[DenseQuery { observers: vec![], ..q(Vec3::ONE, Vec3::ONE) }], &ok)
-        .unwrap();
+    let a = find_cover(
+        &engine,
+        &scene,
+        &[DenseQuery {
+            observers: vec![],
+            ..q(Vec3::ONE, Vec3::ONE)
+        }],
+        &ok,
+    )
+    .unwrap();
     assert_eq!(a[0].choice.as_ref().unwrap().path_length, 0.0);
 }

@@ -1,4 +1,4 @@
-//! Intervis (seed 003): the GPU stencil passes against the CPU ray-casting twin on seeded
+//! Intervis (Darken, McCue and Guerrero): the GPU stencil passes against the CPU ray-casting twin on seeded
 //! random pairs in `urban`, exact properties on both paths (fully visible, hidden, a wall over
 //! the lower half, known albedos), scaling with resolution and field of view, the humanoid
 //! target, and bad input.

@@ -1,4 +1,4 @@
-//! The sensor grid (seed 000) on scenes whose answers geometry decides.
+//! The sensor grid (Darken, Morgan and Paull) on scenes whose answers geometry decides.
 
 #[path = "common/gpu.rs"]
 mod gpu;
@@ -6,13 +6,13 @@ mod gpu;
 mod scenes;
 
 use glam::{Affine3A, Vec3};
+use scenes::{cuboid, ground, materials, FOLIAGE, GLASS, GROUND, SOLID};
 use sightline::cover::sensor_grid::{
     find_cover, representative_viewpoints, CoverQuery, SensorFate, SensorGridParams,
 };
 use sightline::cover::{Agent, Posture};
 use sightline::scene::procedural;
 use sightline::trace::SplitMix64;
-use scenes::{cuboid, ground, materials, FOLIAGE, GLASS, GROUND, SOLID};
 use sightline::{Engine, Mask, Mesh, Mobility, Scene};
 
 fn engines() -> Vec<Engine> {
@@ -526,7 +526,7 @@ fn moving_a_vehicle_changes_the_answer() {
     assert_eq!(after[0].choice.as_ref().unwrap().sensor, 0);
 }
 
-/// The thesis's known failure (seed 001, chapter VII): an agent in a room that an observer at the
+/// The thesis's known failure (Morgan, chapter VII): an agent in a room that an observer at the
 /// window sees entirely, whose only cover is outside. With the level's waypoints the agent leaves
 /// through the doorway.
 #[test]
@@ -561,7 +561,7 @@ fn the_doorway_failure_reproduced_and_fixed_with_waypoints() {
                     .all(|s| matches!(s.fate, SensorFate::Visible | SensorFate::Obstructed)),
             "the observer sees every sensor of the room the body fits at"
         );
-        // Two-segment paths may pass through seen sensors (seed 000, step 6), so the grid
+        // Two-segment paths may pass through seen sensors (Darken, Morgan and Paull, step 6), so the grid
         // alone may leave the room; it never stays in it.
         if let Some(c) = &without.choice {
             assert!(
@@ -700,5 +700,75 @@ fn amortized_ray_casting_replans_and_converges_to_the_full_answer() {
             "{:?}: finished amortized answer differs",
             engine.backend()
         );
+    }
+}
+
+/// A soldier lying behind a 1 m wall with an observer west of it and a sight-only hedge between
+/// them; optionally a second observer east of a 3 m wall, who never sees anything.
+fn hedge_and_walls() -> Scene {
+    let mut mesh = Mesh::default();
+    ground(&mut mesh, 40.0, 0.0);
+    cuboid(
+        &mut mesh,
+        Vec3::new(-1.1, 0.0, -3.0),
+        Vec3::new(-0.9, 1.0, 3.0),
+        SOLID,
+    );
+    cuboid(
+        &mut mesh,
+        Vec3::new(-5.5, 0.0, -3.0),
+        Vec3::new(-4.5, 3.0, 3.0),
+        FOLIAGE,
+    );
+    cuboid(
+        &mut mesh,
+        Vec3::new(0.9, 0.0, -3.0),
+        Vec3::new(1.1, 3.0, 3.0),
+        SOLID,
+    );
+    Scene::from_mesh(mesh, materials()).unwrap()
+}
+
+/// Each query's firing position is traced with its own mask: a cover query (fire passes the
+/// hedge) answers the same alone and after a concealment query in the same call.
+#[test]
+fn firing_positions_use_each_querys_own_mask() {
+    use sightline::cover::sensor_grid::firing_positions;
+    let scene = hedge_and_walls();
+    let params = SensorGridParams::darken2005();
+    let west = Vec3::new(-10.0, 1.7, 0.0);
+    let sight = query(Vec3::new(0.0, 0.0, 0.5), &[west], Mask::SIGHT);
+    let fire = query(Vec3::ZERO, &[west], Mask::FIRE);
+    for engine in engines() {
+        let run = |qs: &[CoverQuery]| {
+            let answers = find_cover(&engine, &scene, qs, &params).unwrap();
+            firing_positions(&engine, &scene, qs, &answers, &params).unwrap()
+        };
+        let alone = run(std::slice::from_ref(&fire))[0].clone();
+        let after = run(&[sight.clone(), fire.clone()])[1].clone();
+        let f = alone
+            .clone()
+            .expect("fire passes the hedge: rising to a crouch exposes");
+        assert_eq!((f.posture, f.step_back), (Posture::Crouching, 0.0), "{f:?}");
+        assert_eq!(alone, after, "{:?}", engine.backend());
+    }
+}
+
+/// A posture change names the observer it exposes the agent to, not observer 0.
+#[test]
+fn a_posture_change_names_the_observer_that_sees() {
+    use sightline::cover::sensor_grid::firing_positions;
+    let scene = hedge_and_walls();
+    let params = SensorGridParams::darken2005();
+    let east = Vec3::new(10.0, 1.7, 0.0);
+    let west = Vec3::new(-10.0, 1.7, 0.0);
+    let q = query(Vec3::ZERO, &[east, west], Mask::FIRE);
+    for engine in engines() {
+        let answers = find_cover(&engine, &scene, std::slice::from_ref(&q), &params).unwrap();
+        let f = firing_positions(&engine, &scene, std::slice::from_ref(&q), &answers, &params)
+            .unwrap()[0]
+            .clone()
+            .expect("a firing position");
+        assert_eq!((f.posture, f.observer), (Posture::Crouching, 1), "{f:?}");
     }
 }

@@ -321,7 +321,7 @@ fn waypoint_files_parse_and_bad_lines_are_named() {
     );
 }
 
-/// Seed 003's numbers: 3,784 waypoints at 2 m over the 100 m x 122 m block, LOS bits 0.89 MB.
+/// Darken, McCue and Guerrero's numbers: 3,784 waypoints at 2 m over the 100 m x 122 m block, LOS bits 0.89 MB.
 #[test]
 fn urban_at_two_metres_numbers() {
     let (engine, scene) = (Engine::cpu(), small_urban());
@@ -334,9 +334,9 @@ fn urban_at_two_metres_numbers() {
     let el = t.elapsed();
     let pairs = los.bit_count();
     println!(
-        "urban(1,1) at 2 m: {} waypoints (seed 003: 3,784) sampled in {sample:.2?}; LOS on the \
+        "urban(1,1) at 2 m: {} waypoints (Darken, McCue and Guerrero: 3,784) sampled in {sample:.2?}; LOS on the \
          CPU engine ({} threads): {pairs} pairs in {el:.2?} ({:.2} M segments/s), {} visible \
-         ({:.1} %); bits {:.3} MB (seed 003 Table 3: 0.895 MB), sees lists {:.2} MB",
+         ({:.1} %); bits {:.3} MB (Darken, McCue and Guerrero Table 3: 0.895 MB), sees lists {:.2} MB",
         w.len(),
         rayon::current_num_threads(),
         pairs as f64 / el.as_secs_f64() / 1e6,

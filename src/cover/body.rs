@@ -16,8 +16,18 @@
 //! - the **head centre** on the axis, and the top row carried on around the back of the head
 //!   (the top of the cylinder: an observer above sees its far edge over a crest).
 //!
-//! The seed's three template points ([`super::template_points`]) are the head centre and the
-//! two side columns of the top row: every posture this model calls hidden, the seed's does too.
+//! Lying down, the body is not upright: prone is sampled as a soldier lying toward the observer
+//! (as the intervis humanoid lies), from [`PRONE_BACK`] of the standing height behind the spot
+//! to [`PRONE_FRONT`] of it in front, every `row_spacing` along its length, with the humanoid's
+//! profile: head and shoulders (from a fifth of the standing height in front of the spot), and
+//! the spot itself within one radius (where Darken, Morgan and Paull put the prone head), up to
+//! the prone head height and one radius to each side, the torso up to three quarters of that,
+//! hips and legs (behind the spot) up to under half of it and 0.6 radius to each side; each
+//! station at its top and at `foot`, on the axis and at both sides.
+//!
+//! Darken, Morgan and Paull's three template points ([`super::template_points`]: the head
+//! centre, and one radius to each side at the head height) are among the points of crouching
+//! and standing; prone keeps their head centre.
 //!
 //! **Clearance** ([`clearance_segments`]): a posture fits at a spot when the cylinder does not
 //! cut fire-blocking geometry (walls, glass): its axis from just above the ground to the head,
@@ -28,11 +38,16 @@ use crate::trace::Segment;
 use crate::{Error, Result};
 use glam::Vec3;
 
+/// How far a prone body reaches behind the spot (feet) and in front of it (head), as fractions
+/// of the standing height: the intervis humanoid's prone pose.
+pub const PRONE_BACK: f32 = 0.56;
+pub const PRONE_FRONT: f32 = 0.5;
+
 /// How densely the body is sampled.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BodyParams {
-    /// Largest vertical gap between rows of points (metres). Default 0.2 m: 10 rows standing,
-    /// 6 crouching, 3 prone.
+    /// Largest gap between rows of points (metres): vertical for upright postures, along the
+    /// body lying prone. Default 0.2 m: 10 rows standing, 6 crouching, 11 stations along a prone body.
     pub row_spacing: f32,
     /// Points per row around the half of the body facing the observer (at least 2: the two
     /// sides). Default 5: sides, the front, and the two 45-degree points.
@@ -43,7 +58,7 @@ pub struct BodyParams {
 }
 
 impl BodyParams {
-    /// The defaults (see each field): 54 points standing, 34 crouching, 19 prone per observer.
+    /// The defaults (see each field): 54 points standing, 34 crouching, 67 prone per observer.
     #[must_use]
     pub const fn standard() -> BodyParams {
         BodyParams {
@@ -93,7 +108,21 @@ impl BodyParams {
     /// Points per observer of `posture`.
     #[must_use]
     pub fn points(&self, agent: &Agent, posture: Posture) -> usize {
+        if posture == Posture::Prone {
+            return 1 + 6 * self.prone_steps(agent).len();
+        }
         self.rows(agent, posture) * self.columns as usize + self.columns as usize - 1
+    }
+
+    /// Offsets along a prone body (toward the observer), 0 included.
+    fn prone_steps(&self, agent: &Agent) -> Vec<f32> {
+        let (back, front) = (PRONE_BACK * agent.height(), PRONE_FRONT * agent.height());
+        let step = |reach: f32| (reach / self.row_spacing).ceil().max(1.0) as usize;
+        let (nb, nf) = (step(back), step(front));
+        (0..nb)
+            .map(|k| -back * (nb - k) as f32 / nb as f32)
+            .chain((0..=nf).map(|k| front * k as f32 / nf as f32))
+            .collect()
     }
 }
 
@@ -128,6 +157,23 @@ pub fn body_points(
     let head = agent.head_height(posture);
     let (toward, side) = frame(ground, observer);
     out.push(ground + Vec3::Y * head);
+    if posture == Posture::Prone {
+        for along in params.prone_steps(agent) {
+            let (top, half) = if along >= 0.2 * agent.height() || along.abs() <= agent.radius {
+                (head, agent.radius)
+            } else if along >= 0.0 {
+                (0.75 * head, agent.radius)
+            } else {
+                (0.45 * head, 0.6 * agent.radius)
+            };
+            for h in [top.max(params.foot), params.foot] {
+                for w in [-half, 0.0, half] {
+                    out.push(ground + toward * along + side * w + Vec3::Y * h);
+                }
+            }
+        }
+        return;
+    }
     let rows = params.rows(agent, posture);
     for r in 0..rows {
         let h = if rows == 1 {
@@ -164,7 +210,11 @@ pub fn clearance_segments(agent: &Agent, ground: Vec3, foot: f32) -> [[Segment; 
         let (x, z) = (Vec3::X * agent.radius, Vec3::Z * agent.radius);
         let axis = Segment::new(ground + Vec3::Y * low, ground + Vec3::Y * head);
         low = head;
-        [axis, Segment::new(at - x, at + x), Segment::new(at - z, at + z)]
+        [
+            axis,
+            Segment::new(at - x, at + x),
+            Segment::new(at - z, at + z),
+        ]
     })
 }
 

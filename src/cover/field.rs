@@ -1,4 +1,4 @@
-//! The depth-map cover field (seed 001, Morgan, IV.E "Depth Mapping"), done the way a GPU wants
+//! The depth-map cover field (Morgan, IV.E "Depth Mapping"), done the way a GPU wants
 //! it: render each threat's depth map, then classify every cell of a top-down grid around a
 //! point by the highest posture hidden from every threat.
 //!

@@ -3,8 +3,8 @@
 //! - [`dense`]: the default search: every 0.25 m cell within reach, walked around obstacles,
 //!   the nearest one where the whole body ([`body`]) is hidden, checked with the intervis
 //!   humanoid ([`verify`]). [`nearest_cover`] is the one-agent convenience call.
-//! - [`sensor_grid`]: seed 000's sensor grid (Darken, Morgan, Paull), batched over many agents.
-//! - [`field`]: seed 001's depth-map method (Morgan, IV.E) as an area-wide GPU cover field.
+//! - [`sensor_grid`]: Darken, Morgan and Paull's sensor grid (Darken, Morgan, Paull), batched over many agents.
+//! - [`field`]: Morgan's depth-map method (Morgan, IV.E) as an area-wide GPU cover field.
 //!
 //! Cover versus concealment is the query's [`Mask`](crate::Mask): concealment hides from sight
 //! (`Mask::SIGHT`: foliage counts, bullet-proof glass does not), cover stops fire
@@ -93,7 +93,7 @@ impl Agent {
     }
 }
 
-/// The three visibility points of a posture at a spot (seed 000, figure 3): head height over the
+/// The three visibility points of a posture at a spot (Darken, Morgan and Paull, figure 3): head height over the
 /// spot, and one collision radius to each side, perpendicular to the direction to the observer.
 #[must_use]
 pub fn template_points(agent: &Agent, ground: Vec3, posture: Posture, observer: Vec3) -> [Vec3; 3] {

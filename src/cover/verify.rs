@@ -56,7 +56,11 @@ pub struct Candidate<'a> {
 }
 
 /// Occlusion bits of segments that carry their own masks, one engine call per mask.
-pub fn occluded_masked(engine: &Engine, scene: &Scene, segs: &[(Segment, Mask)]) -> Result<Vec<bool>> {
+pub fn occluded_masked(
+    engine: &Engine,
+    scene: &Scene,
+    segs: &[(Segment, Mask)],
+) -> Result<Vec<bool>> {
     let mut out = vec![false; segs.len()];
     let mut masks: Vec<Mask> = segs.iter().map(|s| s.1).collect();
     masks.sort_by_key(|m| m.bits());
@@ -121,7 +125,10 @@ pub fn intervis_exposure(
     scene: &Scene,
     candidates: &[Candidate],
 ) -> Result<Vec<Vec<u32>>> {
-    let mut out: Vec<Vec<u32>> = candidates.iter().map(|c| vec![0; c.observers.len()]).collect();
+    let mut out: Vec<Vec<u32>> = candidates
+        .iter()
+        .map(|c| vec![0; c.observers.len()])
+        .collect();
     // One measurement call per (mask, target height): the intervis parameters are per call.
     let mut groups: Vec<(Mask, u32)> = candidates
         .iter()
@@ -150,7 +157,10 @@ pub fn intervis_exposure(
             target_height: f32::from_bits(height),
             ..IntervisParams::standard()
         };
-        for (r, (ci, oi)) in measure(engine, scene, &pairs, &params)?.into_iter().zip(owner) {
+        for (r, (ci, oi)) in measure(engine, scene, &pairs, &params)?
+            .into_iter()
+            .zip(owner)
+        {
             out[ci][oi] = r.exposed;
         }
     }

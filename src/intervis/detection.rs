@@ -1,6 +1,6 @@
 //! The ACQUIRE-style target acquisition model: how likely an observer is to detect a target
 //! from its exposed solid angle and its contrast to the background (the intervis parameters of
-//! seed 003, after Darken and Jones 2007's adaptation of ACQUIRE to 3D scenes).
+//! Darken, McCue and Guerrero, after Darken and Jones 2007's adaptation of ACQUIRE to 3D scenes).
 //!
 //! The chain, each step a function here:
 //!

@@ -1,4 +1,4 @@
-//! Intervis (seed 003): how much of a target an observer sees and how well it stands out, and
+//! Intervis (Darken, McCue and Guerrero): how much of a target an observer sees and how well it stands out, and
 //! the detection probability that follows.
 //!
 //! - [`measure`]: exposed, occluded and background pixels and brightness from a stencil render

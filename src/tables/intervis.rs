@@ -35,7 +35,7 @@ pub fn intervis_measure<'a>(
 pub const MEASURE_BATCH: usize = 1 << 16;
 
 /// Intervis records of ordered waypoint pairs, sorted by `(observer, target)`. Pairs out of
-/// range, and fully occluded pairs (`exposed == 0`), are not stored: seed 003 (Table 3) notes
+/// range, and fully occluded pairs (`exposed == 0`), are not stored: Darken, McCue and Guerrero (Table 3) notes
 /// that dropping them shrinks the table by about 75 %.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct IntervisTable {

@@ -1,4 +1,4 @@
-//! The symmetric line-of-sight table: one bit per unordered waypoint pair, plus seed 002's
+//! The symmetric line-of-sight table: one bit per unordered waypoint pair, plus van der Sterren's
 //! flattened "sees" lists (one `u32` array of neighbour indices and an offset per waypoint).
 
 use crate::scene::Mask;

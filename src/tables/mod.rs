@@ -1,4 +1,4 @@
-//! Precomputed waypoint tables (issue 4; seed 003 Tables 2-3, seed 002 "CPU Load, Lookup
+//! Precomputed waypoint tables (Darken, McCue and Guerrero Tables 2-3, van der Sterren "CPU Load, Lookup
 //! Tables, and Memory Consumption"): line of sight between every pair of waypoints, and the
 //! intervis record of every ordered pair, computed offline and looked up in-game.
 //!
@@ -75,7 +75,7 @@ pub struct PrecomputeParams {
 }
 
 impl Default for PrecomputeParams {
-    /// Seed 003's setup: 2 m spacing, 45 degree slopes, 1.7 m eyes, unlimited range.
+    /// Darken, McCue and Guerrero's setup: 2 m spacing, 45 degree slopes, 1.7 m eyes, unlimited range.
     fn default() -> Self {
         PrecomputeParams {
             spacing: 2.0,

@@ -48,4 +48,3 @@ pub fn ground(mesh: &mut Mesh, half: f32, y: f32) {
         GROUND,
     );
 }
-

@@ -5,9 +5,9 @@ use crate::AnyResult;
 use glam::Vec3;
 use image::Rgb;
 use serde_json::json;
+use sightline::cover::dense::{find_cover as dense_cover, DenseParams, DenseQuery};
 use sightline::cover::field::{cover_field as field, CellCover, CoverFieldParams};
 use sightline::cover::sensor_grid::{find_cover, firing_positions, CoverQuery, SensorGridParams};
-use sightline::cover::dense::{find_cover as dense_cover, DenseParams, DenseQuery};
 use sightline::cover::verify::Rejection;
 use sightline::cover::Agent;
 use sightline::{Engine, Mask, Scene};
@@ -63,7 +63,9 @@ pub fn dense(
         let choice = a.choice.as_ref().map(|c| json!({"position": v(c.position), "posture": c.posture.name(), "path": c.path.iter().map(|&q| v(q)).collect::<Vec<_>>(), "path_length": c.path_length, "exposure": c.exposure, "intervis_exposed": c.intervis_exposed, "decided_by": c.decided_by.name()}));
         println!(
             "{}",
-            serde_json::to_string_pretty(&json!({"agent": v(agent), "method": "dense", "choice": choice, "rejected": rejected_json(&a.rejected), "explored_cells": a.explored.len(), "rays": a.rays, "seconds": secs}))?
+            serde_json::to_string_pretty(
+                &json!({"agent": v(agent), "method": "dense", "choice": choice, "rejected": rejected_json(&a.rejected), "explored_cells": a.explored.len(), "rays": a.rays, "seconds": secs})
+            )?
         );
     } else {
         match &a.choice {
@@ -96,7 +98,15 @@ pub fn dense(
             cell: params.cell,
             ..Default::default()
         };
-        let f = field(engine, scene, agent, &query.agent, &query.observers, mask, &fp)?;
+        let f = field(
+            engine,
+            scene,
+            agent,
+            &query.agent,
+            &query.observers,
+            mask,
+            &fp,
+        )?;
         underlay(&mut canvas, &f);
         // The searched cells, outlined in white over the field.
         for e in &a.explored {

@@ -107,7 +107,7 @@ enum Command {
         #[arg(long)]
         png: Option<PathBuf>,
     },
-    /// Where an agent hides from observers (seed 000's sensor grid), over the cover field.
+    /// Where an agent hides from observers (Darken, Morgan and Paull's sensor grid), over the cover field.
     Cover {
         #[command(flatten)]
         scene: SceneArgs,
@@ -136,7 +136,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Precompute waypoint line-of-sight tables into a versioned binary file (seed 002/003).
+    /// Precompute waypoint line-of-sight tables into a versioned binary file (van der Sterren/003).
     Precompute {
         #[command(flatten)]
         scene: SceneArgs,
@@ -351,7 +351,16 @@ fn run(cli: Cli) -> AnyResult<()> {
                 if waypoints {
                     return Err("--waypoints belongs to --method sensor-grid (the dense search walks the grid itself)".into());
                 }
-                return cover_cmd::dense(&e, &s, agent, observers, mask.mask(), radius, png.as_deref(), json);
+                return cover_cmd::dense(
+                    &e,
+                    &s,
+                    agent,
+                    observers,
+                    mask.mask(),
+                    radius,
+                    png.as_deref(),
+                    json,
+                );
             }
             let waypoints = if waypoints {
                 procedural::village_waypoints()

@@ -79,7 +79,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> AnyResult<()> {
     Ok(())
 }
 
-/// One waypoint's view, top-down (seed 003, figure 2): waypoints it sees in yellow (shaded by
+/// One waypoint's view, top-down (Darken, McCue and Guerrero, figure 2): waypoints it sees in yellow (shaded by
 /// the target's contrast when intervis is present), the rest dark, the waypoint itself red.
 pub fn view_png(table: &TableFile, from: usize, path: &Path) -> AnyResult<()> {
     let n = table.waypoints.len();

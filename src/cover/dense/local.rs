@@ -33,9 +33,14 @@ const VIS_PENDING: u8 = 0x80;
 pub(super) enum Phase {
     Searching,
     /// Candidates found; gathering the rest of the tie window.
-    Window { end: f32 },
+    Window {
+        end: f32,
+    },
     /// A choice awaits its intervis measurement.
-    Verifying { node: u32, posture: Posture },
+    Verifying {
+        node: u32,
+        posture: Posture,
+    },
     Done,
 }
 
@@ -191,30 +196,32 @@ impl Local {
     ) -> Option<f32> {
         let k = idx as usize;
         let want = (from_y / GROUND_KEY).round() as i32;
-        let stale = self.ykey[k] != UNSET
-            && self.ground[k] != PENDING
-            && (self.ground[k].is_nan() || (self.ground[k] - from_y).abs() > p.step_height)
-            && (want - self.ykey[k]).abs() > 2
-            && self.g[k].is_infinite()
-            && !self.closed[k];
-        if self.ykey[k] == UNSET || stale {
-            // First asked for, or asked again from another floor.
+        let (i, j) = self.cell_of(idx);
+        for _ in 0..2 {
+            if self.ground[k] == PENDING {
+                match shared.ground.get(&(cell_key(i, j), self.ykey[k])) {
+                    Some(&y) => self.ground[k] = y,
+                    None => {
+                        wave.ground(i, j, self.ykey[k], self.qi);
+                        return None;
+                    }
+                }
+            }
+            // First asked for, or asked again from another floor (a cell not yet reached).
+            let stale = self.ykey[k] != UNSET
+                && (self.ground[k].is_nan() || (self.ground[k] - from_y).abs() > p.step_height)
+                && (want - self.ykey[k]).abs() > 2
+                && self.g[k].is_infinite()
+                && !self.closed[k];
+            if self.ykey[k] != UNSET && !stale {
+                return Some(self.ground[k]);
+            }
             self.ykey[k] = want;
             self.fit[k] = FIT_UNKNOWN;
             self.vis[k] = VIS_UNKNOWN;
             self.ground[k] = PENDING;
         }
-        if self.ground[k] == PENDING {
-            let (i, j) = self.cell_of(idx);
-            match shared.ground.get(&(cell_key(i, j), self.ykey[k])) {
-                Some(&y) => self.ground[k] = y,
-                None => {
-                    wave.ground(i, j, self.ykey[k], self.qi);
-                    return None;
-                }
-            }
-        }
-        Some(self.ground[k])
+        None
     }
 
     /// Whether the agent can enter `idx` from a cell at `from_y`, and what fits there.
@@ -295,7 +302,9 @@ impl Local {
     }
 
     fn walks_on(&self, idx: u32) -> bool {
-        idx == self.start || self.fit[idx as usize] >= 1 + Posture::Crouching as u8 && self.fit[idx as usize] < FIT_PENDING
+        idx == self.start
+            || self.fit[idx as usize] >= 1 + Posture::Crouching as u8
+                && self.fit[idx as usize] < FIT_PENDING
     }
 
     /// Whether `u` is fully known (visibility resolved; if the agent walks on from it, every
@@ -460,11 +469,10 @@ impl Local {
     /// The tie window closed or the search ran out: pick a candidate, or give up.
     pub fn conclude(&mut self, p: &DenseParams) {
         let g = &self.g;
-        let best = self
-            .candidates
-            .iter()
-            .copied()
-            .max_by(|a, b| a.1.cmp(&b.1).then(g[b.0 as usize].total_cmp(&g[a.0 as usize])));
+        let best = self.candidates.iter().copied().max_by(|a, b| {
+            a.1.cmp(&b.1)
+                .then(g[b.0 as usize].total_cmp(&g[a.0 as usize]))
+        });
         self.phase = match best {
             None => Phase::Done,
             Some((node, posture)) if p.verify_intervis => Phase::Verifying { node, posture },

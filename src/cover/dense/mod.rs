@@ -54,7 +54,7 @@ pub struct DenseParams {
     /// Steepest standable slope (radians). Default 45 degrees.
     pub max_slope: f32,
     /// Among candidates at most this much farther (metres of path) than the nearest, the highest
-    /// hidden posture wins. Default 0.5 m.
+    /// hidden posture wins (nearest first, posture second). Default 0.25 m: one cell.
     pub posture_tie: f32,
     /// Path length per wave: cells up to this much beyond the nearest open one are traced
     /// together. Default 1 m.
@@ -63,7 +63,7 @@ pub struct DenseParams {
     pub body: BodyParams,
     /// Measure the chosen spot with the intervis humanoid. Default on.
     pub verify_intervis: bool,
-    /// Intervis rejections before a query gives up. Default 8.
+    /// Intervis rejections before a query gives up. Default 32.
     pub max_rejections: usize,
 }
 
@@ -76,11 +76,11 @@ impl DenseParams {
             radius: 20.0,
             step_height: 0.3,
             max_slope: std::f32::consts::FRAC_PI_4,
-            posture_tie: 0.5,
+            posture_tie: 0.25,
             band: 1.0,
             body: BodyParams::standard(),
             verify_intervis: true,
-            max_rejections: 8,
+            max_rejections: 32,
         }
     }
 }
@@ -175,7 +175,15 @@ pub fn find_cover(
                 break;
             }
             wave.trace(engine, scene, queries, params, &mut shared, &mut rays)?;
-            verify(engine, scene, queries, params, &mut states, &wave.intervis, first)?;
+            verify(
+                engine,
+                scene,
+                queries,
+                params,
+                &mut states,
+                &wave.intervis,
+                first,
+            )?;
         }
         answers.extend(states.into_iter().map(|mut s| {
             s.answer.rays = rays[s.qi];
@@ -200,7 +208,11 @@ fn verify(
     }
     let spots: Vec<(usize, Vec3, Posture)> = pending
         .iter()
-        .filter_map(|&qi| states[qi - first].pending_choice().map(|(at, p)| (qi, at, p)))
+        .filter_map(|&qi| {
+            states[qi - first]
+                .pending_choice()
+                .map(|(at, p)| (qi, at, p))
+        })
         .collect();
     let cands: Vec<Candidate> = spots
         .iter()
@@ -246,7 +258,9 @@ fn validate(queries: &[DenseQuery], p: &DenseParams) -> Result<()> {
         || !(p.posture_tie.is_finite() && p.posture_tie >= 0.0)
         || p.max_slope.is_nan()
     {
-        return bad("step_height and posture_tie must be finite metres >= 0, max_slope radians".into());
+        return bad(
+            "step_height and posture_tie must be finite metres >= 0, max_slope radians".into(),
+        );
     }
     for (i, q) in queries.iter().enumerate() {
         let a = &q.agent;
@@ -270,4 +284,3 @@ fn validate(queries: &[DenseQuery], p: &DenseParams) -> Result<()> {
     }
     Ok(())
 }
-

@@ -60,7 +60,11 @@ impl Shared {
         let mut groups: FxHashMap<(ShapeKey, u32, Vec<[u32; 3]>), u32> = FxHashMap::default();
         let mut shapes: FxHashMap<ShapeKey, u32> = FxHashMap::default();
         for (qi, q) in queries.iter().enumerate() {
-            let observers = q.observers.iter().map(|o| o.to_array().map(f32::to_bits)).collect();
+            let observers = q
+                .observers
+                .iter()
+                .map(|o| o.to_array().map(f32::to_bits))
+                .collect();
             let next = s.groups.len() as u32;
             let g = *groups
                 .entry((shape_key(&q.agent), q.mask.bits(), observers))
@@ -110,7 +114,17 @@ impl Wave {
     /// The next visibility stage of a cell whose state is `code` (fit: the fit code, where
     /// known).
     #[allow(clippy::too_many_arguments)]
-    pub fn vis(&mut self, i: i32, j: i32, at: Vec3, group: u32, ycm: i32, code: u8, fit: Option<u8>, qi: usize) {
+    pub fn vis(
+        &mut self,
+        i: i32,
+        j: i32,
+        at: Vec3,
+        group: u32,
+        ycm: i32,
+        code: u8,
+        fit: Option<u8>,
+        qi: usize,
+    ) {
         let k = (cell_key(i, j), ycm, group);
         if self.vis_seen.insert(k) {
             self.vis.push((k.0, ycm, group, at, code, fit, qi));
@@ -118,7 +132,10 @@ impl Wave {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ground.is_empty() && self.fit.is_empty() && self.vis.is_empty() && self.intervis.is_empty()
+        self.ground.is_empty()
+            && self.fit.is_empty()
+            && self.vis.is_empty()
+            && self.intervis.is_empty()
     }
 
     /// Traces the ground, clearance and visibility requests (one closest-hit call, one
@@ -138,10 +155,18 @@ impl Wave {
             .map(|&(i, j, ykey, _)| {
                 let (x, z) = cell_centre(i, j, p.cell);
                 let top = ykey as f32 * GROUND_KEY + p.step_height;
-                Ray::new(Vec3::new(x, top, z), Vec3::NEG_Y, 2.0 * p.step_height + GROUND_KEY)
+                Ray::new(
+                    Vec3::new(x, top, z),
+                    Vec3::NEG_Y,
+                    2.0 * p.step_height + GROUND_KEY,
+                )
             })
             .collect();
-        let hits = engine.closest_hit(scene, &down, Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE))?;
+        let hits = engine.closest_hit(
+            scene,
+            &down,
+            Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE),
+        )?;
         let min_normal_y = p.max_slope.cos();
         for (&(i, j, ykey, qi), (ray, h)) in self.ground.iter().zip(down.iter().zip(hits)) {
             let walkable = h.filter(|h| {

@@ -1,4 +1,4 @@
-//! Amortized ray casting (seed 000, "Optimizations"): a ray budget per tick, the most critical
+//! Amortized ray casting (Darken, Morgan and Paull, "Optimizations"): a ray budget per tick, the most critical
 //! rays first, a provisional choice after every tick, re-planned as later rays overturn it.
 
 use super::search::{run, Job, Outcome, Search};

@@ -1,4 +1,4 @@
-//! Firing positions after taking cover (seed 000, "Improving Firing Positions").
+//! Firing positions after taking cover (Darken, Morgan and Paull, "Improving Firing Positions").
 
 use super::search::{run, Job, Outcome};
 use super::{sweep, CoverAnswer, CoverQuery, SensorGridParams};
@@ -8,7 +8,7 @@ use crate::trace::{Ray, Segment};
 use crate::{Engine, Result};
 use glam::Vec3;
 
-/// Where to return fire from after taking cover (seed 000, "Improving Firing Positions").
+/// Where to return fire from after taking cover (Darken, Morgan and Paull, "Improving Firing Positions").
 #[derive(Clone, Debug, PartialEq)]
 pub struct FiringPosition {
     pub position: Vec3,

@@ -1,4 +1,4 @@
-//! The sensor grid (seed 000, "Algorithmic Details" steps 1-7; seed 001 V.D), batched: every
+//! The sensor grid (Darken, Morgan and Paull, "Algorithmic Details" steps 1-7; Morgan V.D), batched: every
 //! agent's ground, visibility and accessibility rays go to the engine together, a handful of
 //! engine calls per batch however many agents there are.
 //!
@@ -35,7 +35,7 @@ pub struct SensorGridParams {
     /// last two rings.
     pub inner_gap: f32,
     pub outer_gap: f32,
-    /// Rotate every other ring by half a step (seed 001 V.D.3.b).
+    /// Rotate every other ring by half a step (Morgan V.D.3.b).
     pub stagger: bool,
     /// Check the chosen sensor's whole body ([`crate::cover::body`]) and then the intervis
     /// humanoid before answering; a candidate that fails gives way to the next nearest.
@@ -49,7 +49,7 @@ pub struct SensorGridParams {
     /// Heights of the swept-cylinder segments, as fractions of the agent's standing height
     /// (knee, waist, head).
     pub sweep_heights: [f32; 3],
-    /// Incremental processing (seed 000, "Optimizations"): rings are processed nearest first
+    /// Incremental processing (Darken, Morgan and Paull, "Optimizations"): rings are processed nearest first
     /// and the first ring holding a hidden, straight-accessible sensor ends the search.
     pub incremental: bool,
 }
@@ -126,7 +126,7 @@ pub struct CoverQuery {
     /// `Mask::SIGHT` for concealment, `Mask::FIRE` for cover.
     pub mask: Mask,
     /// Extra path points (a level's waypoints): a sensor may be reached through one of them as
-    /// well as through another sensor (seed 000, "Integration with Waypoints").
+    /// well as through another sensor (Darken, Morgan and Paull, "Integration with Waypoints").
     pub waypoints: Vec<Vec3>,
 }
 
@@ -460,7 +460,7 @@ fn assemble(search: &Search) -> Vec<CoverAnswer> {
     answers
 }
 
-/// A few representative viewpoints for a large or vaguely known group of observers (seed 000,
+/// A few representative viewpoints for a large or vaguely known group of observers (Darken, Morgan and Paull,
 /// "Large Numbers of Observers"): the two members farthest apart (the edges of the group) and
 /// the member nearest the group's centre.
 #[must_use]

@@ -154,7 +154,7 @@ impl Search {
     }
 
     /// The rays the current stage needs, each with a priority (lower first): the top of the
-    /// head before lower points, near sensors before far ones (seed 000, "Amortized Ray
+    /// head before lower points, near sensors before far ones (Darken, Morgan and Paull, "Amortized Ray
     /// Casting").
     pub fn plan(&mut self) -> Vec<(Job, u32)> {
         let mut jobs = Vec::new();
@@ -240,7 +240,7 @@ impl Search {
             Stage::Straight => {
                 // Every standable sensor the body fits at may be reached straight, seen or not;
                 // those it fits at crouching or standing may be a two-segment path's first leg
-                // (seed 000, step 6: "some other straight-line accessible sensor").
+                // (Darken, Morgan and Paull, step 6: "some other straight-line accessible sensor").
                 for k in self.round_start..self.sensors.len() {
                     let s = &self.sensors[k];
                     let (Some(g), true, true) = (s.ground, s.walkable(), s.ring > 0) else {

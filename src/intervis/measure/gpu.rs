@@ -78,7 +78,7 @@ const TEXTURE_BUDGET: u64 = 256 << 20;
 const GROUP_JOBS: usize = 4096;
 /// Scene triangles per frustum-culling block.
 const CULL_BLOCK: usize = 256;
-/// Stencil reference of a target fragment that passes the depth test (seed 003).
+/// Stencil reference of a target fragment that passes the depth test (Darken, McCue and Guerrero).
 const TARGET_ID: u32 = 127;
 
 use crate::gpu::buffer_with;

@@ -3,7 +3,7 @@
 //! Local frame: feet on `y = 0`, facing `+Z`, `+X` to the body's left; every length is a
 //! fraction of `height`. Each body part is its own closed solid (UV sphere head, elliptic
 //! cylinder torso, box pelvis and feet, eight-sided capped cylinders for neck and limbs);
-//! parts overlap like a mannequin's, which the stencil counting tolerates (seed 003: overdraw
+//! parts overlap like a mannequin's, which the stencil counting tolerates (Darken, McCue and Guerrero: overdraw
 //! keeps a pixel at 127 or above once any target fragment passed the depth test).
 //!
 //! | posture | pose | top of the head |

@@ -1,4 +1,4 @@
-//! The intervis measurement of seed 003 (Darken, McCue, Guerrero, "Visibility
+//! The intervis measurement of Darken, McCue and Guerrero ("Visibility
 //! Precomputation"): render an observer's view, draw the target with the stencil operations of
 //! the paper, and reduce its padded bounding box to exposed, occluded and background pixels
 //! and their brightness.
@@ -9,7 +9,7 @@
 //!    `fov_degrees` and `resolution` ([`IntervisParams`]): a view looks from the eye at the
 //!    centre of the first unplaced target's bounds (so that target is centred), and every
 //!    later target of the same observer whose padded box fits entirely inside it joins it.
-//!    The scene is rendered once per view (seed 003: once per observer and sector), the
+//!    The scene is rendered once per view (Darken, McCue and Guerrero: once per observer and sector), the
 //!    targets are harvested from it. A target's pixel count therefore depends a little on
 //!    where in the view it lands (a pinhole view stretches off-axis targets by up to
 //!    `1 / cos^3` of the off-axis angle); [`IntervisRecord::solid_angle`] does not.
@@ -19,21 +19,21 @@
 //! 3. **Pixels.** Pixel `(i, j)` (column, row from the top) of a view is the ray from the eye
 //!    through its centre. Along it: the nearest scene triangle of the measurement's mask
 //!    ([`IntervisParams::mask`], sight by default) and the nearest target triangle. The stencil
-//!    value of seed 003 (clear 0; each target fragment: 127 where it passes the depth test,
+//!    value of Darken, McCue and Guerrero (clear 0; each target fragment: 127 where it passes the depth test,
 //!    +1 where it fails) is `>= 127` where the target is nearer than (or as near as) the
 //!    scene: *exposed*; `1..=126` where only the scene is nearer: *occluded*; 0 where the ray
 //!    misses the target: plain *background*. Surfaces nearer than [`NEAR`] are not drawn.
 //! 4. **Shading.** A pixel's grey level is `albedo * (ambient + (1 - ambient) * max(0, n .
 //!    sun))` of the surface it shows (`n`: the triangle's geometric normal turned toward the
 //!    eye; the target's albedo is `target_albedo`, the scene's its material's), or `sky` where
-//!    nothing is hit. Brightness is that grey level (linear luminance; seed 003 sums
+//!    nothing is hit. Brightness is that grey level (linear luminance; Darken, McCue and Guerrero sums
 //!    `r^2 + g^2 + b^2` of an RGB image, which for grey is `3 c^2`: we keep luminance so that
 //!    `C` is the Weber contrast the detection model expects).
-//! 5. **Box and reduction** (seed 003, `GetBoundingBox`): the target's box is the range of
+//! 5. **Box and reduction** (Darken, McCue and Guerrero, `GetBoundingBox`): the target's box is the range of
 //!    pixels whose centres lie within its projected bounds (the projection of its vertices;
 //!    the full view when it crosses the near plane), padded by `padding / 2` of its size on
 //!    each side (rounded up, clamped to the view). Over the box: `n_t` = exposed pixels, `n_o`
-//!    = occluded, `n_b` = pixels with stencil `< 127` (seed 003's definition: background
+//!    = occluded, `n_b` = pixels with stencil `< 127` (Darken, McCue and Guerrero's definition: background
 //!    includes the occluded target pixels, which show the occluder), `B_t` the mean
 //!    brightness of exposed pixels, `B_b` the mean of the `n_b` others, `C = |B_t - B_b| /
 //!    B_b`, `O = n_o / (n_t + n_o)`, and the exposed solid angle: the sum over exposed pixels
@@ -88,7 +88,7 @@ pub struct IntervisParams {
     /// Brightness where a pixel sees nothing (sky). Default 0.8.
     pub sky: f32,
     /// Box padding as a fraction of the target's box size, split over both sides. Default
-    /// 0.1 (seed 003: "a 10 % padded bounding box").
+    /// 0.1 (Darken, McCue and Guerrero: "a 10 % padded bounding box").
     pub padding: f32,
     /// Standing height of the humanoid target, metres. Default 1.8.
     pub target_height: f32,

@@ -7,10 +7,10 @@
 //!
 //! | name | source | size | layout |
 //! |---|---|---|---|
-//! | `rock` | seed 000, "Related Work": an open plane with one tall rock | 100 m x 100 m | [`rock`] |
-//! | `village` | seed 001 (Morgan thesis), VII.B.4: the CoverBot test environment | 120 m x 120 m | [`village_layout`] |
-//! | `sniper` | seed 002 (van der Sterren), "The Terrain" | 80 m x 60 m | [`sniper_layout`] |
-//! | `urban` | seed 003 (Darken, McCue, Guerrero): the 100 m x 122 m test block | 100 m x 122 m | [`urban`] |
+//! | `rock` | Darken, Morgan and Paull, "Related Work": an open plane with one tall rock | 100 m x 100 m | [`rock`] |
+//! | `village` | Morgan (thesis), VII.B.4: the CoverBot test environment | 120 m x 120 m | [`village_layout`] |
+//! | `sniper` | van der Sterren, "The Terrain" | 80 m x 60 m | [`sniper_layout`] |
+//! | `urban` | Darken, McCue and Guerrero: the 100 m x 122 m test block | 100 m x 122 m | [`urban`] |
 //!
 //! Object order in every scene: object 0 is the static level; movable objects (parked
 //! vehicles, door leaves) follow in the order their layout lists them.

@@ -1,4 +1,4 @@
-//! `rock`: seed 000's thought experiment (Darken, Morgan, Paull, "Related Work"): "a map
+//! `rock`: Darken, Morgan and Paull's thought experiment (Darken, Morgan, Paull, "Related Work"): "a map
 //! consisting of an open plane with one tall rock sitting in the center".
 
 use super::geom::{blob, height_field, segs, Bumps};

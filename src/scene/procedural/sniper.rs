@@ -1,4 +1,4 @@
-//! `sniper`: van der Sterren's example level (seed 002, "The Terrain"): two buildings on
+//! `sniper`: van der Sterren's example level (van der Sterren, "The Terrain"): two buildings on
 //! opposite ends, each with two windows viewing the bridge and a door; a creek separating the
 //! two sides; a bridge with half-height walls; two stairs out of the creek with half walls;
 //! two full-height walls.

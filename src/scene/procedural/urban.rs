@@ -1,4 +1,4 @@
-//! `urban`: a 100 m x 122 m city block after seed 003's test level (Darken, McCue, Guerrero:
+//! `urban`: a 100 m x 122 m city block after Darken, McCue and Guerrero's test level (Darken, McCue, Guerrero:
 //! 3,784 waypoints at 2 m spacing over 100 m by 122 m).
 //!
 //! x in -50..50, z in -61..61 (north is -Z), ground at y = 0. Fixed street grid:

@@ -1,4 +1,4 @@
-//! `village`: the CoverBot test environment of seed 001 (Morgan thesis, VII.B.4): "flat terrain
+//! `village`: the CoverBot test environment of Morgan (thesis, VII.B.4): "flat terrain
 //! and hilly terrain, inside of buildings, near clusters of boulders, near stacks of boxes,
 //! and around parked vehicles that can be seen under", and a building with narrow doors (the
 //! thesis's doorway failure case).
