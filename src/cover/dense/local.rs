@@ -71,6 +71,8 @@ pub(super) struct Local {
     closed: Vec<bool>,
     stamp: Vec<u32>,
     round: u32,
+    /// Cells with something in flight, filled from the caches after each wave.
+    pending: Vec<u32>,
     heap: BinaryHeap<(Reverse<u32>, u32)>,
     candidates: Vec<(u32, Posture)>,
     turned_down: Vec<u32>,
@@ -122,6 +124,7 @@ impl Local {
             closed: vec![false; n],
             stamp: vec![0; n],
             round: 0,
+            pending: Vec::new(),
             heap: BinaryHeap::new(),
             candidates: Vec::new(),
             turned_down: Vec::new(),
@@ -199,13 +202,7 @@ impl Local {
         let (i, j) = self.cell_of(idx);
         for _ in 0..2 {
             if self.ground[k] == PENDING {
-                match shared.ground.get(&(cell_key(i, j), self.ykey[k])) {
-                    Some(&y) => self.ground[k] = y,
-                    None => {
-                        wave.ground(i, j, self.ykey[k], self.qi);
-                        return None;
-                    }
-                }
+                return None;
             }
             // First asked for, or asked again from another floor (a cell not yet reached).
             let stale = self.ykey[k] != UNSET
@@ -219,7 +216,15 @@ impl Local {
             self.ykey[k] = want;
             self.fit[k] = FIT_UNKNOWN;
             self.vis[k] = VIS_UNKNOWN;
-            self.ground[k] = PENDING;
+            match shared.ground.get(&(cell_key(i, j), want)) {
+                Some(&y) => self.ground[k] = y,
+                None => {
+                    self.ground[k] = PENDING;
+                    self.pending.push(idx);
+                    wave.ground(i, j, want, self.qi);
+                    return None;
+                }
+            }
         }
         None
     }
@@ -254,6 +259,9 @@ impl Local {
         if self.fit[k] < FIT_PENDING {
             return Some(self.fit[k]);
         }
+        if self.fit[k] == FIT_PENDING {
+            return None;
+        }
         let (i, j) = self.cell_of(idx);
         let ycm = cm(self.ground[k]);
         match shared.fit.get(&(cell_key(i, j), ycm, self.shape)) {
@@ -263,6 +271,7 @@ impl Local {
             }
             None => {
                 self.fit[k] = FIT_PENDING;
+                self.pending.push(idx);
                 wave.fit(i, j, self.point(idx), self.shape, ycm, self.qi);
                 None
             }
@@ -279,13 +288,16 @@ impl Local {
         if code == VIS_EXPOSED || code >= VIS_HIDDEN {
             return Some(code);
         }
+        if self.vis[k] & VIS_PENDING != 0 {
+            return None;
+        }
         if let Some(&v) = shared.vis.get(&(cell_key(i, j), ycm, self.group)) {
             if v != code {
                 self.vis[k] = v;
                 return self.vis_of(idx, shared, wave);
             }
         }
-        if self.vis[k] & VIS_PENDING == 0 {
+        {
             // Higher postures are traced only where the fit is known.
             let fit = if idx == self.start {
                 Some(1 + Posture::Standing as u8)
@@ -296,6 +308,7 @@ impl Local {
                 return None;
             }
             self.vis[k] |= VIS_PENDING;
+            self.pending.push(idx);
             wave.vis(i, j, self.point(idx), self.group, ycm, code, fit, self.qi);
         }
         None
@@ -371,6 +384,37 @@ impl Local {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// Files what the last wave traced for this search's cells in flight (every request of a
+    /// wave is traced in it; a visibility stage another query asked for is taken as it is).
+    pub fn sync(&mut self, shared: &Shared) {
+        for idx in std::mem::take(&mut self.pending) {
+            let k = idx as usize;
+            let (i, j) = self.cell_of(idx);
+            if self.ground[k] == PENDING {
+                self.ground[k] = shared.ground[&(cell_key(i, j), self.ykey[k])];
+            }
+            if self.ground[k].is_nan() {
+                continue;
+            }
+            let ycm = cm(self.ground[k]);
+            if self.fit[k] == FIT_PENDING {
+                self.fit[k] = shared
+                    .fit
+                    .get(&(cell_key(i, j), ycm, self.shape))
+                    .copied()
+                    .unwrap_or(FIT_UNKNOWN);
+            }
+            if self.vis[k] & VIS_PENDING != 0 {
+                let code = self.vis[k] & !VIS_PENDING;
+                self.vis[k] = shared
+                    .vis
+                    .get(&(cell_key(i, j), ycm, self.group))
+                    .copied()
+                    .unwrap_or(code);
             }
         }
     }

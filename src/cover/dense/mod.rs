@@ -175,6 +175,9 @@ pub fn find_cover(
                 break;
             }
             wave.trace(engine, scene, queries, params, &mut shared, &mut rays)?;
+            for s in &mut states {
+                s.sync(&shared);
+            }
             verify(
                 engine,
                 scene,

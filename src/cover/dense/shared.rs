@@ -245,8 +245,18 @@ impl Wave {
                     VIS_HIDDEN + best as u8
                 }
             };
-            debug_assert!(code <= VIS_PRONE);
-            shared.vis.insert((cell, ycm, group), next);
+            // Never step back: another query may have filed a later stage already.
+            let rank = |v: u8| {
+                if v == VIS_EXPOSED || v >= VIS_HIDDEN {
+                    9
+                } else {
+                    v
+                }
+            };
+            let e = shared.vis.entry((cell, ycm, group)).or_insert(next);
+            if rank(next) > rank(*e) {
+                *e = next;
+            }
         }
         Ok(())
     }

@@ -69,8 +69,8 @@ pub fn run(engine: &Engine, scene: &Scene, jobs: &[Job]) -> Result<Vec<Outcome>>
     Ok(out)
 }
 
-/// `Owners::posture` of a clearance job.
-const CLEARANCE: usize = usize::MAX;
+/// `Owners::posture` of clearance job `n` is `CLEARANCE + n`.
+const CLEARANCE: usize = 1 << 16;
 
 #[derive(Clone, Debug)]
 pub struct Sensor {
@@ -229,10 +229,14 @@ impl Search {
                     }
                     // Clearance: does the body fit at the spot, and in which postures?
                     let foot = BodyParams::standard().foot;
-                    for seg in clearance_segments(&q.agent, g, foot).into_iter().flatten() {
+                    for (piece, seg) in clearance_segments(&q.agent, g, foot)
+                        .into_iter()
+                        .flatten()
+                        .enumerate()
+                    {
                         jobs.push((Job::Segment(seg, Mask::FIRE), 6 * 64 + s.ring));
                         owners.sensor.push(k);
-                        owners.posture.push(CLEARANCE);
+                        owners.posture.push(CLEARANCE + piece);
                     }
                     self.rays[s.query] += 9 * q.observers.len() + 9;
                 }
@@ -323,21 +327,29 @@ impl Search {
                 self.stage = Stage::Visibility;
             }
             Stage::Visibility => {
-                let mut clearance: BTreeMap<usize, Vec<bool>> = BTreeMap::new();
-                for s in &mut self.sensors[self.round_start..] {
+                let start = self.round_start;
+                // Per sensor of the round: blocked clearance pieces (bit per piece), and
+                // whether it was planned clearance at all.
+                let mut clearance = vec![(0u16, false); self.sensors.len() - start];
+                for s in &mut self.sensors[start..] {
                     s.hidden = [s.ground.is_some() && s.standable; 3];
                 }
                 for (i, (&k, &p)) in owners.sensor.iter().zip(&owners.posture).enumerate() {
-                    if p == CLEARANCE {
+                    if p >= CLEARANCE {
                         // Untraced clearance reads as clear (optimistic, like the rest).
-                        clearance.entry(k).or_default().push(blocked(i));
+                        let c = &mut clearance[k - start];
+                        c.1 = true;
+                        c.0 |= u16::from(blocked(i)) << (p - CLEARANCE);
                     } else if matches!(out[i], Some(Outcome::Blocked(false))) {
                         self.sensors[k].hidden[p] = false;
                     }
                 }
-                for (k, b) in clearance {
-                    let s = &mut self.sensors[k];
-                    s.fit = fitting_posture(|i| b[i]);
+                for (k, &(b, planned)) in clearance.iter().enumerate() {
+                    if !planned {
+                        continue;
+                    }
+                    let s = &mut self.sensors[start + k];
+                    s.fit = fitting_posture(|i| b >> i & 1 == 1);
                     for p in Posture::ALL {
                         if s.fit.is_none_or(|f| p > f) {
                             s.hidden[p as usize] = false;
@@ -403,21 +415,19 @@ impl Search {
                 self.stage = Stage::LastSegment;
             }
             Stage::LastSegment => {
-                let mut clear: BTreeMap<(usize, usize), bool> = BTreeMap::new();
-                for (i, &(k, vi, _)) in owners.key.iter().enumerate() {
-                    *clear.entry((k, vi)).or_insert(true) &= !blocked(i);
-                }
-                for ((k, vi), ok) in clear {
-                    if !ok {
+                // Each (sensor, via) pair planned its 9 sweep segments one after another.
+                for (pair, keys) in owners.key.chunks(9).enumerate() {
+                    let (k, vi, _) = keys[0];
+                    if (pair * 9..pair * 9 + keys.len()).any(blocked) {
                         continue;
                     }
                     let s = &mut self.sensors[k];
-                    let mut path = self.vias[s.query][vi].clone();
-                    path.push(s.ground.unwrap());
-                    if s.path
-                        .as_ref()
-                        .is_none_or(|p| super::path_length(&path) < super::path_length(p))
-                    {
+                    let via = &self.vias[s.query][vi];
+                    let g = s.ground.unwrap();
+                    let len = super::path_length(via) + via.last().unwrap().distance(g);
+                    if s.path.as_ref().is_none_or(|p| len < super::path_length(p)) {
+                        let mut path = via.clone();
+                        path.push(g);
                         s.path = Some(path);
                     }
                 }
