@@ -86,6 +86,20 @@ impl Agent {
         self.head_heights[p as usize]
     }
 
+    /// Checks the body before a search uses it; `query` names it in the error.
+    pub fn validate(&self, query: usize) -> Result<()> {
+        let finite = self.position.is_finite()
+            && self.radius.is_finite()
+            && self.head_heights.iter().all(|h| h.is_finite());
+        let h = self.head_heights;
+        if !finite || self.radius < 0.0 || !(h[0] > 0.0 && h[0] <= h[1] && h[1] <= h[2]) {
+            return Err(crate::Error::InvalidInput(format!(
+                "cover query {query}: the agent needs finite coordinates, a radius >= 0 and head heights 0 < prone <= crouching <= standing"
+            )));
+        }
+        Ok(())
+    }
+
     /// Standing height: the drop allowance of the ground search and the swept cylinder's top.
     #[must_use]
     pub fn height(&self) -> f32 {

@@ -266,24 +266,11 @@ fn validate(queries: &[DenseQuery], p: &DenseParams) -> Result<()> {
         );
     }
     for (i, q) in queries.iter().enumerate() {
-        let a = &q.agent;
-        let finite = a.position.is_finite()
-            && a.radius.is_finite()
-            && a.head_heights.iter().all(|h| h.is_finite());
-        if !finite
-            || a.radius < 0.0
-            || !(a.head_heights[0] > 0.0
-                && a.head_heights[0] <= a.head_heights[1]
-                && a.head_heights[1] <= a.head_heights[2])
-        {
-            return bad(format!(
-                "cover query {i}: the agent needs finite coordinates, a radius >= 0 and head heights 0 < prone <= crouching <= standing"
-            ));
-        }
+        q.agent.validate(i)?;
         if let Some(o) = q.observers.iter().find(|o| !o.is_finite()) {
             return bad(format!("cover query {i}: observer {o} is not finite"));
         }
-        p.body.validate(a)?;
+        p.body.validate(&q.agent)?;
     }
     Ok(())
 }

@@ -338,20 +338,7 @@ fn validate(queries: &[CoverQuery], params: &SensorGridParams) -> Result<()> {
         ));
     }
     for (i, q) in queries.iter().enumerate() {
-        let a = &q.agent;
-        let finite = a.position.is_finite()
-            && a.radius.is_finite()
-            && a.head_heights.iter().all(|h| h.is_finite());
-        if !finite
-            || a.radius < 0.0
-            || !(a.head_heights[0] > 0.0
-                && a.head_heights[0] <= a.head_heights[1]
-                && a.head_heights[1] <= a.head_heights[2])
-        {
-            return Err(Error::InvalidInput(format!(
-                "cover query {i}: the agent needs finite coordinates, a radius >= 0 and head heights 0 < prone <= crouching <= standing"
-            )));
-        }
+        q.agent.validate(i)?;
         if let Some(o) = q
             .observers
             .iter()
