@@ -5,6 +5,10 @@
 //! ground where that first surface is walkable ([`MaterialFlags::WALKABLE`]) and its normal is
 //! within `max_slope` of vertical; under a tree canopy, a car roof or a steep rock there is none.
 //! Shared by [`crate::viewshed`] and [`crate::cover::field`].
+//!
+//! [`floors`] finds every walkable surface under each cell centre, not only the top one (roofs,
+//! upper storeys, the ground floor under them, a creek bed under a bridge): the waypoints of the
+//! tables and the nodes of the nav graph stand on them.
 
 use crate::scene::{Mask, MaterialFlags, Scene};
 use crate::trace::Ray;
@@ -60,4 +64,110 @@ pub fn ground_grid(
 #[must_use]
 pub fn cell_centre(origin: Vec2, cell: f32, width: usize, i: usize) -> Vec2 {
     origin + (Vec2::new((i % width) as f32, (i / width) as f32) + 0.5) * cell
+}
+
+/// Every walkable, standable surface under the cell centres of a grid (see [`floors`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Floors {
+    /// Cell index (row-major, as [`ground_grid`]) of each surface, ascending; within a cell,
+    /// surfaces come top down.
+    pub cell: Vec<u32>,
+    /// Height (y) of each surface.
+    pub height: Vec<f32>,
+    /// Material of each surface.
+    pub material: Vec<u32>,
+    /// Surfaces hit in all (walkable or not, standable or not).
+    pub surfaces: usize,
+    /// Cells where the search stopped after `max_layers` surfaces with more below; surfaces
+    /// below them are not in the result.
+    pub truncated_cells: usize,
+}
+
+/// Rays per engine call of [`floors`] (bounds memory whatever the grid size).
+const FLOOR_BATCH: usize = 1 << 20;
+
+/// Largest `max_layers` [`floors`] accepts.
+pub const MAX_LAYERS: u32 = 64;
+
+/// Every walkable surface (as [`ground_grid`]: walkable material, normal within `max_slope` of
+/// vertical) under each cell centre of a `width x height` grid, found by peeling: a downward
+/// closest-hit ray from above the scene, then again from 1 cm under each hit, against every
+/// flagged triangle, up to `max_layers` surfaces per cell (1..=[`MAX_LAYERS`]). The underside
+/// of a slab is found too (a ray leaving a closed solid hits its far face); callers that need
+/// head room test it themselves. Under a walkable surface that does not block fire (water), the
+/// first fire-blocking surface (its bed) is not a floor of its own: the water's surface is.
+#[allow(clippy::too_many_arguments)]
+pub fn floors(
+    engine: &Engine,
+    scene: &Scene,
+    origin: Vec2,
+    cell: f32,
+    width: usize,
+    height: usize,
+    max_slope: f32,
+    max_layers: u32,
+) -> Result<Floors> {
+    if !(1..=MAX_LAYERS).contains(&max_layers) {
+        return Err(crate::Error::InvalidInput(format!(
+            "max_layers {max_layers} must be 1..={MAX_LAYERS} (surfaces searched per cell; 16 is plenty for a building)"
+        )));
+    }
+    let Some((lo, hi)) = scene.bounds() else {
+        return Ok(Floors::default());
+    };
+    let cells = width * height;
+    let bottom = lo.y - 1.0;
+    let all = Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
+    let min_normal_y = max_slope.cos();
+    let mut found: Vec<(u32, f32, u32)> = Vec::new();
+    let mut out = Floors::default();
+    for first in (0..cells).step_by(FLOOR_BATCH) {
+        // (cell, ray start height, under water) of the cells still peeling.
+        let mut active: Vec<(u32, f32, bool)> = (first..cells.min(first + FLOOR_BATCH))
+            .map(|i| (i as u32, hi.y + 1.0, false))
+            .collect();
+        // One round past `max_layers` only asks whether anything lies further down.
+        for layer in 0..=max_layers {
+            if active.is_empty() {
+                break;
+            }
+            let rays: Vec<Ray> = active
+                .iter()
+                .map(|&(i, top, _)| {
+                    let c = cell_centre(origin, cell, width, i as usize);
+                    Ray::new(Vec3::new(c.x, top, c.y), Vec3::NEG_Y, top - bottom)
+                })
+                .collect();
+            let hits = engine.closest_hit(scene, &rays, all)?;
+            let mut next = Vec::with_capacity(active.len());
+            for (&(i, top, wet), h) in active.iter().zip(&hits) {
+                let Some(h) = h else { continue };
+                if layer == max_layers {
+                    out.truncated_cells += 1;
+                    continue;
+                }
+                out.surfaces += 1;
+                let y = top - h.t;
+                let f = scene.materials()[h.material as usize].flags;
+                let solid = f.intersects(MaterialFlags::BLOCKS_FIRE);
+                // The first solid surface under water is its bed: one stands in the water,
+                // on the water's surface node, not on the bed as a second floor.
+                if f.contains(MaterialFlags::WALKABLE) && h.normal.y >= min_normal_y && !wet {
+                    found.push((i, y, h.material));
+                }
+                let water = f.contains(MaterialFlags::WALKABLE) && !solid;
+                next.push((i, y - 0.01, (wet || water) && !solid));
+            }
+            active = next;
+        }
+    }
+    // Peeling visits a cell's surfaces top down, cells in order within each round: sort by
+    // cell, keeping the top-down order inside a cell.
+    found.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
+    for (i, y, m) in found {
+        out.cell.push(i);
+        out.height.push(y);
+        out.material.push(m);
+    }
+    Ok(out)
 }

@@ -9,6 +9,7 @@
 //! println!("blocked: {}", bits.get(0));
 //! ```
 
+pub mod agent;
 pub mod bvh;
 pub mod cover;
 mod engine;
@@ -16,6 +17,7 @@ mod error;
 mod gpu;
 pub mod ground;
 pub mod intervis;
+pub mod nav;
 pub mod scene;
 pub mod tables;
 pub mod trace;

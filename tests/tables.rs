@@ -128,7 +128,7 @@ fn los_is_symmetric_and_matches_direct_occlusion_queries() {
 }
 
 #[test]
-fn waypoints_stand_on_walkable_top_surfaces() {
+fn waypoints_stand_on_every_walkable_floor_with_head_room() {
     let (engine, scene) = (Engine::cpu(), small_urban());
     let slope = std::f32::consts::FRAC_PI_4;
     let w = tables::sample_waypoints(&engine, &scene, 6.0, slope).unwrap();
@@ -136,33 +136,64 @@ fn waypoints_stand_on_walkable_top_surfaces() {
     assert!(w
         .iter()
         .all(|p| p.x >= lo.x && p.x <= hi.x && p.z >= lo.z && p.z <= hi.z));
+    // A walkable, standable surface right under each waypoint (a short ray from 5 cm above).
     let rays: Vec<Ray> = w
         .iter()
-        .map(|p| {
-            Ray::new(
-                Vec3::new(p.x, hi.y + 5.0, p.z),
-                Vec3::NEG_Y,
-                hi.y - lo.y + 10.0,
-            )
-        })
+        .map(|p| Ray::new(*p + Vec3::Y * 0.05, Vec3::NEG_Y, 0.1))
         .collect();
     let all = Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
     for (p, hit) in w
         .iter()
         .zip(engine.closest_hit(&scene, &rays, all).unwrap())
     {
-        let hit = hit.expect("a waypoint has ground under it");
+        let hit = hit.unwrap_or_else(|| panic!("{p}: no ground under the waypoint"));
         let flags = scene.materials()[hit.material as usize].flags;
         assert!(flags.contains(MaterialFlags::WALKABLE), "{p}: not walkable");
         assert!(hit.normal.y >= slope.cos() - 1e-5, "{p}: too steep");
-        assert!(
-            (hi.y + 5.0 - hit.t - p.y).abs() < 1e-3,
-            "{p}: not the top surface"
-        );
     }
-    // Roofs count, so some waypoints are well above the street.
+    // Head room for a crouching soldier over every waypoint.
+    let up: Vec<Segment> = w
+        .iter()
+        .map(|p| Segment::new(*p + Vec3::Y * 0.1, *p + Vec3::Y * 1.1))
+        .collect();
+    assert_eq!(
+        engine
+            .occluded(&scene, &up, Mask::FIRE)
+            .unwrap()
+            .count_ones(),
+        0
+    );
+    // Roofs count, and so do the floors under them: some cells hold several waypoints.
     assert!(w.iter().any(|p| p.y > 5.0) && w.iter().any(|p| p.y.abs() < 0.2));
+    let stacked = w
+        .windows(2)
+        .filter(|p| p[0].x == p[1].x && p[0].z == p[1].z && p[0].y > p[1].y + 2.0)
+        .count();
+    assert!(stacked > 10, "{stacked} cells with a floor under a floor");
     assert!(tables::sample_waypoints(&engine, &scene, 0.0, slope).is_err());
+}
+
+/// A table written by format version 1 (before nav graphs were stored) still reads.
+#[test]
+fn version_one_files_still_read() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/v1-rock.slt");
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 1);
+    let t = TableFile::from_bytes(&bytes, "v1-rock.slt").unwrap();
+    assert_eq!(t.waypoints.len(), 64);
+    assert_eq!(t.los.visible_pairs(), 469);
+    assert_eq!(t.intervis.as_ref().unwrap().len(), 941);
+    assert_eq!(t.meta.posture, sightline::agent::Posture::Standing);
+    assert_eq!(t.meta.range, Some(30.0));
+    assert!(t.edges.is_none());
+    // Written again it is a version-2 file that reads back equal.
+    let again = t.to_bytes();
+    assert_eq!(u32::from_le_bytes(again[8..12].try_into().unwrap()), 2);
+    assert_eq!(TableFile::from_bytes(&again, "v2.slt").unwrap(), t);
+    // A version-1 header claiming version-2 flags is refused.
+    let mut bad = bytes.clone();
+    bad[12] |= 4;
+    assert!(TableFile::from_bytes(&bad, "v1-flags.slt").is_err());
 }
 
 #[test]
@@ -353,10 +384,12 @@ fn urban_at_two_metres_numbers() {
             spacing: Some(2.0),
             max_slope: std::f32::consts::FRAC_PI_4,
             mask: Mask::SIGHT,
+            posture: sightline::agent::Posture::Standing,
         },
         waypoints: w,
         los,
         intervis: None,
+        edges: None,
     };
     let path = tmp("urban2.slt");
     let t = Instant::now();

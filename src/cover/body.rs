@@ -33,8 +33,9 @@
 //! cut fire-blocking geometry (walls, glass): its axis from just above the ground to the head,
 //! and two horizontal diameters (along x and z) just under each posture's head, are clear.
 
+pub use crate::agent::{clearance_segments, fitting_posture};
+
 use super::{Agent, Posture};
-use crate::trace::Segment;
 use crate::{Error, Result};
 use glam::Vec3;
 
@@ -194,40 +195,4 @@ pub fn body_points(
             out.push(ground + Vec3::Y * h + o);
         }
     }
-}
-
-/// Clearance segments at `ground`: per posture (prone, crouching, standing), the pieces that
-/// must be clear for it to fit, in addition to those of lower postures. Blocked by fire-blocking
-/// geometry ([`crate::Mask::FIRE`]).
-#[must_use]
-pub fn clearance_segments(agent: &Agent, ground: Vec3, foot: f32) -> [[Segment; 3]; 3] {
-    let mut low = foot;
-    Posture::ALL.map(|p| {
-        let head = agent.head_height(p);
-        // Just under the head, but above any standable slope within one radius.
-        let h = (head - 0.05).max(agent.radius * 1.05).min(head);
-        let at = ground + Vec3::Y * h;
-        let (x, z) = (Vec3::X * agent.radius, Vec3::Z * agent.radius);
-        let axis = Segment::new(ground + Vec3::Y * low, ground + Vec3::Y * head);
-        low = head;
-        [
-            axis,
-            Segment::new(at - x, at + x),
-            Segment::new(at - z, at + z),
-        ]
-    })
-}
-
-/// Highest posture whose clearance pieces (and those of every lower posture) are clear, given
-/// one blocked flag per segment of [`clearance_segments`] in order.
-#[must_use]
-pub fn fitting_posture(blocked: impl Fn(usize) -> bool) -> Option<Posture> {
-    let mut fit = None;
-    for p in Posture::ALL {
-        if (0..3).any(|k| blocked(p as usize * 3 + k)) {
-            break;
-        }
-        fit = Some(p);
-    }
-    fit
 }

@@ -16,6 +16,8 @@ pub mod field;
 pub mod sensor_grid;
 pub mod verify;
 
+pub use crate::agent::{Agent, Posture};
+
 use crate::scene::{Mask, Scene};
 use crate::{Engine, Result};
 use glam::Vec3;
@@ -36,75 +38,6 @@ pub fn nearest_cover(
     };
     let mut answers = dense::find_cover(engine, scene, &[query], &dense::DenseParams::standard())?;
     Ok(answers.remove(0))
-}
-
-/// Body postures, lowest first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Posture {
-    Prone,
-    Crouching,
-    Standing,
-}
-
-impl Posture {
-    pub const ALL: [Posture; 3] = [Posture::Prone, Posture::Crouching, Posture::Standing];
-
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            Posture::Prone => "prone",
-            Posture::Crouching => "crouching",
-            Posture::Standing => "standing",
-        }
-    }
-}
-
-/// The body that hides: where its feet are, how wide it is and where its head is per posture.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Agent {
-    /// Feet, on the ground (metres, +Y up).
-    pub position: Vec3,
-    /// Collision radius (metres).
-    pub radius: f32,
-    /// Head height above the feet for prone, crouching and standing.
-    pub head_heights: [f32; 3],
-}
-
-impl Agent {
-    /// A soldier: 0.3 m radius, head at 0.35 m prone, 1.1 m crouching, 1.75 m standing.
-    #[must_use]
-    pub const fn soldier(position: Vec3) -> Agent {
-        Agent {
-            position,
-            radius: 0.3,
-            head_heights: [0.35, 1.1, 1.75],
-        }
-    }
-
-    #[must_use]
-    pub fn head_height(&self, p: Posture) -> f32 {
-        self.head_heights[p as usize]
-    }
-
-    /// Checks the body before a search uses it; `query` names it in the error.
-    pub fn validate(&self, query: usize) -> Result<()> {
-        let finite = self.position.is_finite()
-            && self.radius.is_finite()
-            && self.head_heights.iter().all(|h| h.is_finite());
-        let h = self.head_heights;
-        if !finite || self.radius < 0.0 || !(h[0] > 0.0 && h[0] <= h[1] && h[1] <= h[2]) {
-            return Err(crate::Error::InvalidInput(format!(
-                "cover query {query}: the agent needs finite coordinates, a radius >= 0 and head heights 0 < prone <= crouching <= standing"
-            )));
-        }
-        Ok(())
-    }
-
-    /// Standing height: the drop allowance of the ground search and the swept cylinder's top.
-    #[must_use]
-    pub fn height(&self) -> f32 {
-        self.head_heights[2]
-    }
 }
 
 /// The three visibility points of a posture at a spot (Darken, Morgan and Paull, figure 3): head height over the

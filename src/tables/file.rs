@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | 0 | 8 | magic `b"SLTABLE\0"` |
 //! | 8 | 4 | format version (`u32`, [`FORMAT_VERSION`]) |
-//! | 12 | 4 | flags: bit 0 intervis computed, bit 1 waypoints sampled at `spacing` |
+//! | 12 | 4 | flags: bit 0 intervis computed, bit 1 waypoints sampled at `spacing`, bit 2 nav graph edges stored, bits 3-4 the intervis target's posture (0 standing, 1 crouching, 2 prone) |
 //! | 16 | 8 | file length in bytes, checksum included (`u64`) |
 //! | 24 | 8 | waypoint count `n` (`u64`) |
 //! | 32 | 8 | waypoint digest (FNV-1a 64 of the positions' `f32` bits) |
@@ -18,18 +18,24 @@
 //! | 68 | 4 | scene name length `L` (`u32`) |
 //! | 72 | L | scene name (UTF-8), zero-padded to a multiple of 8 |
 //!
-//! Then four sections in this order, each a 16-byte head (tag, 4 reserved zero bytes, payload
+//! Then five sections in this order, each a 16-byte head (tag, 4 reserved zero bytes, payload
 //! length in bytes as `u64`) and the payload, zero-padded to a multiple of 8:
 //! `WAYP` (`n` x `[f32; 3]`), `LOSB` (the [`LosTable`] bits as `u64` words), `SEES` (`n + 1`
 //! `u64` offsets then the `u32` neighbours; empty in shard files), `IVIS` (per entry: observer
-//! `u32`, target `u32`, the 48-byte [`IntervisRecord`] as 12 little-endian words; 56 bytes).
-//! Last, 8 bytes: FNV-1a 64 of every byte before it.
+//! `u32`, target `u32`, the 48-byte [`IntervisRecord`] as 12 little-endian words; 56 bytes),
+//! `NAVG` (the nav graph's [`Edge`]s, sorted by `(a, b)`: `a`, `b`, kinds as `u32`, length as
+//! `f32`; 16 bytes each; empty when flag bit 2 is clear). Last, 8 bytes: FNV-1a 64 of every
+//! byte before it.
+//!
+//! Version 1 files (no `NAVG` section, flag bits 2-4 zero: standing targets) are still read.
 //!
 //! Everything is 8-byte aligned so a later reader may map the file and view sections in
 //! place. Today's reader is one `std::fs::read` and a copy per section: a 3k-waypoint table
 //! loads in milliseconds, a 100k one at disk speed.
 
+use super::edges::{check_edges, Edge};
 use super::{IntervisTable, LosTable, TableFile, TableMeta};
+use crate::agent::Posture;
 use crate::intervis::IntervisRecord;
 use crate::scene::{Mask, MaterialFlags};
 use crate::{Error, Result};
@@ -38,8 +44,8 @@ use std::path::Path;
 
 /// The file's magic bytes.
 pub const MAGIC: [u8; 8] = *b"SLTABLE\0";
-/// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this build writes (it also reads version 1).
+pub const FORMAT_VERSION: u32 = 2;
 const FIXED_HEADER: usize = 72;
 pub(crate) const ENTRY_BYTES: usize = 56;
 
@@ -88,7 +94,15 @@ impl TableFile {
         let m = &self.meta;
         let mut out = Vec::new();
         out.extend_from_slice(&MAGIC);
-        let flags = u32::from(self.intervis.is_some()) | u32::from(m.spacing.is_some()) << 1;
+        let posture = match m.posture {
+            Posture::Standing => 0u32,
+            Posture::Crouching => 1,
+            Posture::Prone => 2,
+        };
+        let flags = u32::from(self.intervis.is_some())
+            | u32::from(m.spacing.is_some()) << 1
+            | u32::from(self.edges.is_some()) << 2
+            | posture << 3;
         for w in [FORMAT_VERSION, flags] {
             out.extend_from_slice(&w.to_le_bytes());
         }
@@ -130,6 +144,13 @@ impl TableFile {
             for (i, j, r) in self.intervis.iter().flat_map(|t| t.entries()) {
                 let words: [u32; 12] = bytemuck::cast(*r);
                 for w in [*i, *j].iter().chain(&words) {
+                    o.extend_from_slice(&w.to_le_bytes());
+                }
+            }
+        });
+        section(&mut out, b"NAVG", |o| {
+            for e in self.edges.iter().flatten() {
+                for w in [e.a, e.b, e.kinds.0, e.length.to_bits()] {
                     o.extend_from_slice(&w.to_le_bytes());
                 }
             }
@@ -261,13 +282,23 @@ fn parse(bytes: &[u8]) -> std::result::Result<TableFile, String> {
     }
     let mut c = Cursor { bytes, pos: 8 };
     let version = c.u32()?;
-    if version != FORMAT_VERSION {
+    if !(1..=FORMAT_VERSION).contains(&version) {
         return Err(format!(
-            "table format version {version}, but this sightline reads version \
+            "table format version {version}, but this sightline reads versions 1 to \
              {FORMAT_VERSION}; recompute the table with this version (`sightline precompute`)"
         ));
     }
     let flags = c.u32()?;
+    if flags >> 5 != 0 || (version == 1 && flags >> 2 != 0) || (flags >> 3) & 3 == 3 {
+        return Err(format!(
+            "malformed table: unknown flag bits {flags:#x}; {REDO}"
+        ));
+    }
+    let posture = match (flags >> 3) & 3 {
+        0 => Posture::Standing,
+        1 => Posture::Crouching,
+        _ => Posture::Prone,
+    };
     let stated = c.u64()?;
     if stated != bytes.len() as u64 {
         return Err(format!(
@@ -333,6 +364,21 @@ fn parse(bytes: &[u8]) -> std::result::Result<TableFile, String> {
         .then(|| IntervisTable::from_entries(entries))
         .transpose()
         .map_err(|e| format!("malformed table: {e}; {REDO}"))?;
+    let edges = if version >= 2 {
+        let mut g = c.section(b"NAVG")?;
+        if g.rest() % 16 != 0 || (flags & 4 == 0 && g.rest() != 0) {
+            return Err(format!("malformed table: nav graph section length; {REDO}"));
+        }
+        let words = g.u32s(g.rest() / 4)?;
+        let edges: Vec<Edge> = words
+            .chunks_exact(4)
+            .map(|w| bytemuck::cast::<[u32; 4], Edge>(w.try_into().unwrap()))
+            .collect();
+        check_edges(&edges, n as usize).map_err(|e| format!("malformed table: {e}; {REDO}"))?;
+        (flags & 4 == 4).then_some(edges)
+    } else {
+        None
+    };
     if c.pos != bytes.len() - 8 {
         return Err(format!(
             "malformed table: unexpected bytes after the sections; {REDO}"
@@ -345,11 +391,13 @@ fn parse(bytes: &[u8]) -> std::result::Result<TableFile, String> {
         spacing: (flags & 2 == 2).then_some(spacing),
         max_slope,
         mask: Mask(MaterialFlags::from_bits(mask)),
+        posture,
     };
     Ok(TableFile {
         meta,
         waypoints,
         los,
         intervis,
+        edges,
     })
 }

@@ -11,11 +11,12 @@ use glam::Vec3;
 pub type MeasureFn<'a> = dyn FnMut(&[Vec3], &[(u32, u32)]) -> Result<Vec<IntervisRecord>> + 'a;
 
 /// The stencil-pass measurement ([`crate::intervis::measure::measure`]) for tables: the
-/// observer's eye `eye_height` above waypoint `i`, a standing target at waypoint `j`.
+/// observer's eye `eye_height` above waypoint `i`, a target in `posture` at waypoint `j`.
 pub fn intervis_measure<'a>(
     engine: &'a crate::Engine,
     scene: &'a crate::Scene,
     eye_height: f32,
+    posture: crate::agent::Posture,
     params: &'a crate::intervis::measure::IntervisParams,
 ) -> impl FnMut(&[Vec3], &[(u32, u32)]) -> Result<Vec<IntervisRecord>> + 'a {
     move |waypoints, pairs| {
@@ -24,7 +25,7 @@ pub fn intervis_measure<'a>(
             .map(|&(i, j)| crate::intervis::measure::IntervisPair {
                 observer: waypoints[i as usize] + Vec3::Y * eye_height,
                 target: waypoints[j as usize],
-                posture: crate::cover::Posture::Standing,
+                posture,
             })
             .collect();
         crate::intervis::measure::measure(engine, scene, &pairs, params)

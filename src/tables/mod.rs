@@ -8,6 +8,8 @@
 //!   bounded chunks through [`Engine::occluded`] ([`compute_los`]).
 //! - [`intervis`]: [`IntervisTable`], records of ordered pairs where something is exposed, from
 //!   a caller-supplied measurement ([`MeasureFn`]).
+//! - [`edges`]: the nav graph's movement [`Edge`]s, stored beside the tables so one set of
+//!   waypoints serves line of sight, intervis and movement (`sightline::nav` builds them).
 //! - [`file`](mod@file): the `.slt` file ([`TableFile::write_to`], [`TableFile::read_from`]), byte
 //!   offsets in its docs.
 //!
@@ -16,17 +18,22 @@
 //! run. `deploy/` runs the shards as a Kubernetes Indexed Job or a Slurm array.
 
 mod bits;
+pub mod edges;
 pub mod file;
 pub mod intervis;
 pub mod los;
 pub mod waypoints;
 
+pub use edges::{check_edges, Edge, EdgeKinds};
 pub use file::{FORMAT_VERSION, MAGIC};
 pub use intervis::{compute_intervis, intervis_measure, IntervisTable, MeasureFn, MEASURE_BATCH};
 pub use los::{compute_los, compute_los_shard, LosParams, LosTable};
 pub use waypoints::{
-    parse_waypoints_csv, parse_waypoints_json, read_waypoints, sample_waypoints, waypoint_digest,
+    parse_waypoints_csv, parse_waypoints_json, read_waypoints, sample_floors, sample_waypoints,
+    waypoint_digest, FloorSample, SampleParams,
 };
+
+use crate::agent::Posture;
 
 use crate::scene::Mask;
 use crate::{Engine, Error, Result, Scene};
@@ -47,16 +54,21 @@ pub struct TableMeta {
     pub max_slope: f32,
     /// What blocks sight.
     pub mask: Mask,
+    /// The target's posture in the intervis records (standing unless measured otherwise).
+    pub posture: Posture,
 }
 
-/// A table as stored in a `.slt` file: parameters, waypoints, line of sight, and intervis if
-/// it was computed. A shard file holds only its rows (see [`LosTable`]).
+/// A table as stored in a `.slt` file: parameters, waypoints, line of sight, intervis if it
+/// was computed, and the nav graph's edges between the waypoints if one was stored. A shard
+/// file holds only its rows (see [`LosTable`]) but the whole edge list.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TableFile {
     pub meta: TableMeta,
     pub waypoints: Vec<Vec3>,
     pub los: LosTable,
     pub intervis: Option<IntervisTable>,
+    /// Movement edges between the waypoints, sorted by `(a, b)` ([`check_edges`]).
+    pub edges: Option<Vec<Edge>>,
 }
 
 /// Parameters of [`precompute`].
@@ -72,10 +84,15 @@ pub struct PrecomputeParams {
     pub los: LosParams,
     /// Pairs farther apart (m) are not visible and not measured; `None` for unlimited.
     pub range: Option<f32>,
+    /// The target's posture the intervis measurement uses (recorded in the file).
+    pub posture: Posture,
+    /// Movement edges between the waypoints to store with the tables (a nav graph's).
+    pub edges: Option<Vec<Edge>>,
 }
 
 impl Default for PrecomputeParams {
-    /// Darken, McCue and Guerrero's setup: 2 m spacing, 45 degree slopes, 1.7 m eyes, unlimited range.
+    /// Darken, McCue and Guerrero's setup: 2 m spacing, 45 degree slopes, 1.7 m eyes, unlimited
+    /// range, standing targets.
     fn default() -> Self {
         PrecomputeParams {
             spacing: 2.0,
@@ -83,6 +100,8 @@ impl Default for PrecomputeParams {
             waypoints: None,
             los: LosParams::standing(),
             range: None,
+            posture: Posture::Standing,
+            edges: None,
         }
     }
 }
@@ -117,6 +136,13 @@ pub fn precompute(
         None => sample_waypoints(engine, scene, params.spacing, params.max_slope)?,
     };
     progress(Stage::Waypoints, 1, 1);
+    if let Some(e) = &params.edges {
+        check_edges(e, waypoints.len()).map_err(|e| {
+            Error::InvalidInput(format!(
+                "the nav graph's edges do not fit the waypoints: {e}"
+            ))
+        })?;
+    }
     let los = compute_los_shard(
         engine,
         scene,
@@ -144,10 +170,12 @@ pub fn precompute(
             spacing: params.waypoints.is_none().then_some(params.spacing),
             max_slope: params.max_slope,
             mask: params.los.mask,
+            posture: params.posture,
         },
         waypoints,
         los,
         intervis,
+        edges: params.edges.clone(),
     })
 }
 
@@ -170,10 +198,11 @@ pub fn merge(shards: &[TableFile]) -> Result<TableFile> {
                 "shard {idx} is {k}/{m} but shard 0 is one of {count}: merge shards of one run"
             )));
         }
-        if s.meta != first.meta || s.waypoints != first.waypoints {
+        if s.meta != first.meta || s.waypoints != first.waypoints || s.edges != first.edges {
             return Err(Error::InvalidInput(format!(
-                "shard {idx} ({k}/{m}) has other parameters or waypoints than shard 0 (scene, \
-                 spacing, eye height, range, or a different backend's sampling); recompute it"
+                "shard {idx} ({k}/{m}) has other parameters, waypoints or nav graph than shard 0 \
+                 (scene, spacing, eye height, range, posture, or a different backend's \
+                 sampling); recompute it"
             )));
         }
         if s.intervis.is_some() != first.intervis.is_some() {
@@ -220,6 +249,7 @@ pub fn merge(shards: &[TableFile]) -> Result<TableFile> {
         waypoints: first.waypoints.clone(),
         los,
         intervis,
+        edges: first.edges.clone(),
     })
 }
 
@@ -314,11 +344,20 @@ impl TableFile {
         }
         s += &match &self.intervis {
             Some(t) => format!(
-                "intervis: {} records with something exposed, {:.3} MB\n",
+                "intervis: {} records with something exposed ({} targets), {:.3} MB\n",
                 t.len(),
+                m.posture.name(),
                 mb((file::ENTRY_BYTES * t.len()) as u64)
             ),
             None => "intervis: not computed\n".into(),
+        };
+        s += &match &self.edges {
+            Some(e) => format!(
+                "nav graph: {} edges, {:.3} MB\n",
+                e.len(),
+                mb(16 * e.len() as u64)
+            ),
+            None => "nav graph: not stored\n".into(),
         };
         s
     }

@@ -3,59 +3,181 @@
 //! A waypoint is a point on the ground where an agent's feet are (`y` = ground height, no
 //! lift); line of sight and intervis add the eye height themselves.
 
+use crate::agent::{Agent, Posture};
 use crate::{Engine, Error, Result, Scene};
 use glam::{Vec2, Vec3};
 use std::path::Path;
 
-/// Waypoints on a top-down grid over the scene's x/z bounds, `spacing` metres apart.
+/// How [`sample_floors`] places waypoints.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SampleParams {
+    /// Grid spacing (metres). Default 2 m (Darken, McCue and Guerrero's 3,784 waypoints over
+    /// 100 m x 122 m).
+    pub spacing: f32,
+    /// Steepest standable ground (radians). Default 45 degrees.
+    pub max_slope: f32,
+    /// The body that must fit at a waypoint (crouching at least). Default [`Agent::soldier`].
+    pub agent: Agent,
+    /// Surfaces searched per grid cell, top down ([`crate::ground::floors`]). Default 16.
+    pub max_layers: u32,
+}
+
+impl SampleParams {
+    /// 2 m, 45 degrees, a soldier, 16 surfaces per cell.
+    #[must_use]
+    pub const fn standard() -> SampleParams {
+        SampleParams {
+            spacing: 2.0,
+            max_slope: std::f32::consts::FRAC_PI_4,
+            agent: Agent::soldier(Vec3::ZERO),
+            max_layers: 16,
+        }
+    }
+}
+
+impl Default for SampleParams {
+    fn default() -> Self {
+        Self::standard()
+    }
+}
+
+/// Waypoints on every floor of a grid, with where they came from (see [`sample_floors`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FloorSample {
+    /// Feet positions, by cell (row-major), top down within a cell.
+    pub points: Vec<Vec3>,
+    /// Grid cell of each point.
+    pub cells: Vec<u32>,
+    /// The highest posture that fits at each point (crouching or standing).
+    pub fits: Vec<Posture>,
+    /// Material of the surface under each point.
+    pub materials: Vec<u32>,
+    /// Cell `(c, r)` has its centre at `origin + (c + 0.5, r + 0.5) * spacing`.
+    pub origin: Vec2,
+    pub width: usize,
+    pub height: usize,
+    /// Walkable, standable surfaces found (before the head-room test).
+    pub floors: usize,
+    /// Of those, surfaces where not even a crouching body fits (undersides of slabs, crawl
+    /// spaces, spots against a wall).
+    pub no_room: usize,
+    /// Cells with more surfaces than `max_layers`: lower floors there were not searched.
+    pub truncated_cells: usize,
+}
+
+/// Largest grid [`sample_floors`] searches.
+pub const MAX_CELLS: usize = 1 << 26;
+/// Largest number of waypoints [`sample_floors`] returns.
+pub const MAX_WAYPOINTS: usize = 1 << 25;
+
+/// Waypoints on every walkable floor of a top-down grid over the scene's x/z bounds,
+/// `spacing` metres apart.
 ///
-/// One downward closest-hit ray per cell centre ([`crate::ground::ground_grid`]) finds the top
-/// surface; the cell keeps a waypoint there only if that surface is walkable
-/// ([`crate::MaterialFlags::WALKABLE`]) and standable: its normal is within `max_slope`
-/// (radians) of vertical. So roofs give waypoints, floors under a roof do not, and nothing
-/// under a tree canopy, on a car (metal is not walkable) or on a steep rock face does. Cell
-/// `(c, r)` has its centre at `lo.xz + (c + 0.5, r + 0.5) * spacing`; waypoints come out in
-/// row-major cell order (rows along +z, cells along +x), which is the order every table
-/// indexes them by. A navigation graph built later can reuse the same grid.
+/// Every surface under each cell centre is found by downward traces
+/// ([`crate::ground::floors`]: walkable material, normal within `max_slope` of vertical; the
+/// bed under water is not a floor of its own); a surface keeps a waypoint where the agent's
+/// body fits on it, crouching at least ([`crate::agent::clearance_segments`], traced against
+/// fire-blocking geometry). So roofs, upper storeys, the floors under them and a creek bed
+/// under a bridge all get waypoints (and the ground under a tree's foliage, which blocks sight
+/// but not movement); the inside of a slab, a spot against a wall, a car (metal is not
+/// walkable) or a steep rock face do not. Cell `(c, r)` has its centre at `lo.xz + (c + 0.5, r + 0.5) * spacing`; waypoints
+/// come out in row-major cell order (rows along +z, cells along +x), top down within a cell,
+/// which is the order every table indexes them by.
 ///
-/// Deterministic for a given scene, spacing and slope, on either backend (up to the rounding
-/// the two backends may differ by at triangle edges).
+/// Deterministic for a given scene and parameters, on either backend (up to the rounding the
+/// two backends may differ by at triangle edges).
+pub fn sample_floors(engine: &Engine, scene: &Scene, p: &SampleParams) -> Result<FloorSample> {
+    let spacing = p.spacing;
+    if !(spacing.is_finite() && spacing > 0.0) {
+        return Err(Error::InvalidInput(format!(
+            "waypoint spacing {spacing} must be a positive number of metres (e.g. 2)"
+        )));
+    }
+    if !(p.max_slope.is_finite() && p.max_slope >= 0.0 && p.max_slope < std::f32::consts::FRAC_PI_2)
+    {
+        return Err(Error::InvalidInput(format!(
+            "max slope {} must be in [0, pi/2) radians (45 degrees is 0.785)",
+            p.max_slope
+        )));
+    }
+    p.agent.validate_for("waypoint sampling")?;
+    let Some((lo, hi)) = scene.bounds() else {
+        return Err(Error::InvalidInput(
+            "the scene is empty: there is no ground to put waypoints on".into(),
+        ));
+    };
+    let width = ((hi.x - lo.x) / spacing).ceil().max(1.0);
+    let height = ((hi.z - lo.z) / spacing).ceil().max(1.0);
+    if width * height > MAX_CELLS as f32 {
+        return Err(Error::InvalidInput(format!(
+            "spacing {spacing} m gives {width} x {height} grid cells over the scene, more than \
+             {MAX_CELLS}: use a larger spacing"
+        )));
+    }
+    let (width, height) = (width as usize, height as usize);
+    let origin = Vec2::new(lo.x, lo.z);
+    let floors = crate::ground::floors(
+        engine,
+        scene,
+        origin,
+        spacing,
+        width,
+        height,
+        p.max_slope,
+        p.max_layers,
+    )?;
+    if floors.cell.len() > MAX_WAYPOINTS {
+        return Err(Error::InvalidInput(format!(
+            "{} walkable surfaces at spacing {spacing} m, more than {MAX_WAYPOINTS} waypoints: \
+             use a larger spacing",
+            floors.cell.len()
+        )));
+    }
+    let ground: Vec<Vec3> = floors
+        .cell
+        .iter()
+        .zip(&floors.height)
+        .map(|(&i, &y)| {
+            let c = crate::ground::cell_centre(origin, spacing, width, i as usize);
+            Vec3::new(c.x, y, c.y)
+        })
+        .collect();
+    let fits = crate::agent::fitting_postures(engine, scene, &p.agent, &ground, 0.1)?;
+    let mut out = FloorSample {
+        origin,
+        width,
+        height,
+        floors: ground.len(),
+        truncated_cells: floors.truncated_cells,
+        ..FloorSample::default()
+    };
+    for (k, g) in ground.into_iter().enumerate() {
+        match fits[k] {
+            Some(fit) if fit >= Posture::Crouching => {
+                out.points.push(g);
+                out.cells.push(floors.cell[k]);
+                out.fits.push(fit);
+                out.materials.push(floors.material[k]);
+            }
+            _ => out.no_room += 1,
+        }
+    }
+    Ok(out)
+}
+
+/// [`sample_floors`] with [`SampleParams::standard`]'s agent and layers: the waypoints only.
 pub fn sample_waypoints(
     engine: &Engine,
     scene: &Scene,
     spacing: f32,
     max_slope: f32,
 ) -> Result<Vec<Vec3>> {
-    if !(spacing.is_finite() && spacing > 0.0) {
-        return Err(Error::InvalidInput(format!(
-            "waypoint spacing {spacing} must be a positive number of metres (e.g. 2)"
-        )));
-    }
-    let Some((lo, hi)) = scene.bounds() else {
-        return Err(Error::InvalidInput(
-            "the scene is empty: there is no ground to put waypoints on".into(),
-        ));
+    let p = SampleParams {
+        spacing,
+        max_slope,
+        ..SampleParams::standard()
     };
-    let width = ((hi.x - lo.x) / spacing).ceil().max(1.0) as usize;
-    let height = ((hi.z - lo.z) / spacing).ceil().max(1.0) as usize;
-    const LIMIT: usize = 1 << 26;
-    let cells = width
-        .checked_mul(height)
-        .filter(|&c| c <= LIMIT)
-        .ok_or(Error::TooLarge {
-            what: "waypoint grid cells",
-            limit: LIMIT as u64,
-        })?;
-    let origin = Vec2::new(lo.x, lo.z);
-    let ground =
-        crate::ground::ground_grid(engine, scene, origin, spacing, width, height, max_slope)?;
-    Ok((0..cells)
-        .filter(|&i| !ground[i].is_nan())
-        .map(|i| {
-            let c = crate::ground::cell_centre(origin, spacing, width, i);
-            Vec3::new(c.x, ground[i], c.y)
-        })
-        .collect())
+    Ok(sample_floors(engine, scene, &p)?.points)
 }
 
 /// Reads waypoints from a file: a JSON array of `[x, y, z]` arrays when the first

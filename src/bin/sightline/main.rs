@@ -56,6 +56,77 @@ struct SceneArgs {
     backend: BackendArg,
 }
 
+/// How a nav graph is made: generated at a spacing, connected from given nodes, or loaded.
+#[derive(clap::Args)]
+struct NavArgs {
+    /// Node grid spacing in metres.
+    #[arg(long, default_value_t = 2.0)]
+    spacing: f32,
+    /// Connect these nodes (CSV x,y,z per line or JSON [[x,y,z], ...]) instead of sampling a grid.
+    #[arg(long, conflicts_with = "graph")]
+    waypoints: Option<PathBuf>,
+    /// Use this graph (JSON or CSV nodes and edges, as `navgraph --json/--csv` writes) as it is.
+    #[arg(long)]
+    graph: Option<PathBuf>,
+    /// Do not search for openings narrower than the grid (doorways between grid lines).
+    #[arg(long)]
+    no_passages: bool,
+    /// Cost multiplier of stairs edges.
+    #[arg(long, default_value_t = 1.5)]
+    stairs_cost: f32,
+    /// Cost multiplier of edges through water.
+    #[arg(long, default_value_t = 3.0)]
+    water_cost: f32,
+    /// Cost multiplier of edges only a crouching body fits along.
+    #[arg(long, default_value_t = 2.0)]
+    crouch_cost: f32,
+}
+
+impl NavArgs {
+    fn costs(&self) -> sightline::nav::CostParams {
+        sightline::nav::CostParams {
+            stairs: self.stairs_cost,
+            water: self.water_cost,
+            crouch: self.crouch_cost,
+        }
+    }
+    fn params(&self) -> sightline::nav::NavParams {
+        let mut p = sightline::nav::NavParams::with_spacing(self.spacing);
+        p.passages = !self.no_passages;
+        p
+    }
+    /// The graph these arguments describe, reported on the terminal.
+    fn graph(&self, engine: &Engine, scene: &Scene) -> AnyResult<sightline::nav::NavGraph> {
+        let params = self.params();
+        let source = if let Some(g) = &self.graph {
+            nav_cmd::Source::File(g)
+        } else if let Some(w) = &self.waypoints {
+            nav_cmd::Source::Connect(sightline::tables::read_waypoints(w)?, &params)
+        } else {
+            nav_cmd::Source::Generate(&params)
+        };
+        nav_cmd::graph(engine, scene, source, &self.costs())
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum PostureArg {
+    Standing,
+    Crouching,
+    Prone,
+}
+
+impl PostureArg {
+    fn posture(self) -> sightline::agent::Posture {
+        use sightline::agent::Posture;
+        match self {
+            PostureArg::Standing => Posture::Standing,
+            PostureArg::Crouching => Posture::Crouching,
+            PostureArg::Prone => Posture::Prone,
+        }
+    }
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum CoverMaskArg {
     /// Protection from fire: fire-blocking triangles (glass counts, foliage does not).
@@ -136,16 +207,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Precompute waypoint line-of-sight tables into a versioned binary file (van der Sterren/003).
+    /// Precompute a nav graph and its waypoint tables (line of sight, intervis) into one
+    /// versioned binary file.
     Precompute {
         #[command(flatten)]
         scene: SceneArgs,
-        /// Waypoint grid spacing in metres (ignored with --waypoints).
-        #[arg(long, default_value_t = 2.0)]
-        spacing: f32,
-        /// Waypoints from a CSV (x,y,z per line) or JSON ([[x,y,z], ...]) file instead of sampling.
-        #[arg(long)]
-        waypoints: Option<PathBuf>,
+        #[command(flatten)]
+        nav: NavArgs,
         /// Pairs farther apart (metres) are not visible and not stored.
         #[arg(long)]
         range: Option<f32>,
@@ -156,6 +224,9 @@ enum Command {
         /// within range; pair with --range, as every ordered pair is rendered.
         #[arg(long)]
         intervis: bool,
+        /// The target's posture in the intervis records.
+        #[arg(long, value_enum, default_value_t = PostureArg::Standing)]
+        posture: PostureArg,
         #[arg(long)]
         out: PathBuf,
         /// Also write a top-down PNG of what this waypoint sees.
@@ -163,6 +234,26 @@ enum Command {
         view: Option<usize>,
         #[arg(long)]
         png: Option<PathBuf>,
+    },
+    /// A nav graph: nodes on every floor, edges an upright body can walk (report, JSON, CSV,
+    /// picture).
+    Navgraph {
+        #[command(flatten)]
+        scene: SceneArgs,
+        #[command(flatten)]
+        nav: NavArgs,
+        /// Write the graph as JSON ({"nodes": [[x,y,z],...], "edges": [[a,b],...], ...}).
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Write the graph as CSV (node,x,y,z and edge,a,b,kinds,length rows).
+        #[arg(long)]
+        csv: Option<PathBuf>,
+        /// Draw nodes and edges over the scene, coloured by height.
+        #[arg(long)]
+        png: Option<PathBuf>,
+        /// Draw only this part of the scene: X0,Z0,X1,Z1 in metres.
+        #[arg(long, value_parser = parse_area, allow_hyphen_values = true)]
+        area: Option<[f32; 4]>,
     },
     /// Summarise and verify a table file.
     Inspect {
@@ -211,6 +302,21 @@ fn parse_vec3(s: &str) -> Result<Vec3, String> {
     match v[..] {
         [x, y, z] if v.iter().all(|c| c.is_finite()) => Ok(Vec3::new(x, y, z)),
         _ => Err(format!("expected three finite numbers X,Y,Z, got '{s}'")),
+    }
+}
+
+fn parse_area(s: &str) -> Result<[f32; 4], String> {
+    let v: Vec<f32> = s
+        .split(',')
+        .map(|p| p.trim().parse::<f32>().map_err(|e| format!("'{p}': {e}")))
+        .collect::<Result<_, _>>()?;
+    match v[..] {
+        [x0, z0, x1, z1] if v.iter().all(|c| c.is_finite()) && x0 != x1 && z0 != z1 => {
+            Ok([x0, z0, x1, z1])
+        }
+        _ => Err(format!(
+            "expected four finite numbers X0,Z0,X1,Z1 (two opposite corners), got '{s}'"
+        )),
     }
 }
 
@@ -404,11 +510,11 @@ fn run(cli: Cli) -> AnyResult<()> {
         }
         Command::Precompute {
             scene,
-            spacing,
-            waypoints,
+            nav,
             range,
             shard,
             intervis,
+            posture,
             out,
             view,
             png,
@@ -419,24 +525,61 @@ fn run(cli: Cli) -> AnyResult<()> {
                 .as_deref()
                 .map(sightline::tables::parse_shard)
                 .transpose()?;
+            let graph = nav.graph(&e, &s)?;
             let params = sightline::tables::PrecomputeParams {
-                spacing,
-                waypoints: waypoints
-                    .as_deref()
-                    .map(sightline::tables::read_waypoints)
-                    .transpose()?,
+                spacing: nav.spacing,
                 range,
+                posture: posture.posture(),
                 ..Default::default()
             };
             let ip = sightline::intervis::measure::IntervisParams::standard();
-            let mut measure =
-                sightline::tables::intervis_measure(&e, &s, params.los.eye_height, &ip);
+            let mut measure = sightline::tables::intervis_measure(
+                &e,
+                &s,
+                params.los.eye_height,
+                params.posture,
+                &ip,
+            );
             let measure: Option<&mut sightline::tables::MeasureFn<'_>> =
                 if intervis { Some(&mut measure) } else { None };
-            let table =
-                tables_cmd::precompute(&e, &s, &scene.scene, &params, shard, measure, &out)?;
+            let table = tables_cmd::precompute(
+                &e,
+                &s,
+                &scene.scene,
+                &graph,
+                &params,
+                shard,
+                measure,
+                &out,
+            )?;
             if let (Some(v), Some(p)) = (view, png) {
                 tables_cmd::view_png(&table, v, &p)?;
+            }
+            Ok(())
+        }
+        Command::Navgraph {
+            scene,
+            nav,
+            json,
+            csv,
+            png,
+            area,
+        } => {
+            let s = load_scene(&scene)?;
+            let e = engine(scene.backend)?;
+            let g = nav.graph(&e, &s)?;
+            if let Some(path) = json {
+                std::fs::write(&path, serde_json::to_string(&g.to_json())?)
+                    .map_err(|err| format!("{}: {err}", path.display()))?;
+                eprintln!("wrote {}", path.display());
+            }
+            if let Some(path) = csv {
+                std::fs::write(&path, g.to_csv())
+                    .map_err(|err| format!("{}: {err}", path.display()))?;
+                eprintln!("wrote {}", path.display());
+            }
+            if let Some(path) = png {
+                nav_cmd::picture(&e, &s, &g, area, &path)?;
             }
             Ok(())
         }
@@ -489,6 +632,7 @@ fn run(cli: Cli) -> AnyResult<()> {
 }
 
 mod cover_cmd;
+mod nav_cmd;
 mod tables_cmd;
 
 fn read_segments(path: &Path) -> AnyResult<Vec<Segment>> {

@@ -89,6 +89,10 @@ impl Canvas {
             px,
         }
     }
+    /// Pixels per metre.
+    pub fn px(&self) -> f32 {
+        self.px
+    }
     fn to_px(&self, p: glam::Vec3) -> (f32, f32) {
         (
             (p.x - self.origin.0) * self.px,
@@ -125,12 +129,19 @@ impl Canvas {
         ring(&mut self.img, c, radius, colour);
     }
     pub fn line(&mut self, a: glam::Vec3, b: glam::Vec3, colour: Rgb<u8>) {
+        self.gradient(a, b, colour, colour);
+    }
+    /// A line whose colour runs from `ca` at `a` to `cb` at `b`.
+    pub fn gradient(&mut self, a: glam::Vec3, b: glam::Vec3, ca: Rgb<u8>, cb: Rgb<u8>) {
         let (pa, pb) = (self.to_px(a), self.to_px(b));
         let steps = ((pb.0 - pa.0).abs().max((pb.1 - pa.1).abs()).ceil() as usize).max(1);
         let (w, h) = self.img.dimensions();
         for i in 0..=steps {
             let t = i as f32 / steps as f32;
             let (x, y) = (pa.0 + (pb.0 - pa.0) * t, pa.1 + (pb.1 - pa.1) * t);
+            let colour = Rgb(std::array::from_fn(|k| {
+                (f32::from(ca.0[k]) + (f32::from(cb.0[k]) - f32::from(ca.0[k])) * t) as u8
+            }));
             for (dx, dy) in [(0, 0), (1, 0), (0, 1)] {
                 let (x, y) = (x as i64 + dx, y as i64 + dy);
                 if (0..w as i64).contains(&x) && (0..h as i64).contains(&y) {
@@ -169,4 +180,84 @@ pub fn fate_colour(f: sightline::cover::sensor_grid::SensorFate) -> Rgb<u8> {
         SensorFate::Hidden(Posture::Standing) => Rgb([0, 40, 200]),
         SensorFate::Skipped => Rgb([255, 255, 255]),
     }
+}
+
+/// A blue-cyan-green-yellow-red spectrum ("jet"): `t` 0 is cold dark blue, 1 is hot red.
+pub fn spectrum(t: f32) -> Rgb<u8> {
+    let t = if t.is_finite() {
+        t.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let ramp = |c: f32| (1.5 - (4.0 * t - c).abs()).clamp(0.0, 1.0);
+    Rgb([
+        (255.0 * ramp(3.0)) as u8,
+        (255.0 * ramp(2.0)) as u8,
+        (255.0 * ramp(1.0)) as u8,
+    ])
+}
+
+/// A top-down canvas over the x/z box `lo..hi` (plus a margin) with the scene drawn under it:
+/// the top surface's height in greys (higher is lighter), outlines where the height jumps
+/// (walls, kerbs, cliffs), near-black where nothing walkable is on top.
+pub fn scene_canvas(
+    engine: &sightline::Engine,
+    scene: &sightline::Scene,
+    lo: glam::Vec3,
+    hi: glam::Vec3,
+    max_px: f32,
+) -> sightline::Result<Canvas> {
+    let size = (hi.x - lo.x).max(hi.z - lo.z).max(1.0) + 4.0;
+    // At most `max_px` pixels a side, whatever the scene's size.
+    let px = (max_px / size).min(40.0);
+    let centre = (lo + hi) * 0.5;
+    let mut canvas = Canvas::new(centre, size, px);
+    let cell = (1.0 / px).max(0.05);
+    let n = (size / cell).ceil() as usize;
+    let origin = glam::Vec2::new(centre.x - size / 2.0, centre.z - size / 2.0);
+    let g = sightline::ground::ground_grid(
+        engine,
+        scene,
+        origin,
+        cell,
+        n,
+        n,
+        std::f32::consts::FRAC_PI_2,
+    )?;
+    let (glo, ghi) = g
+        .iter()
+        .filter(|h| h.is_finite())
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), &h| {
+            (a.min(h), b.max(h))
+        });
+    for (i, &h) in g.iter().enumerate() {
+        let (c, r) = (i % n, i / n);
+        let jump = [(1, 0), (0, 1)].iter().any(|&(dx, dz)| {
+            let (c2, r2) = (c + dx, r + dz);
+            c2 < n && r2 < n && {
+                let h2 = g[r2 * n + c2];
+                h.is_finite() != h2.is_finite() || (h - h2).abs() > 0.4
+            }
+        });
+        let colour = if !h.is_finite() {
+            Rgb([20, 20, 24])
+        } else if jump {
+            Rgb([35, 35, 40])
+        } else {
+            let k = if ghi > glo {
+                (h - glo) / (ghi - glo)
+            } else {
+                0.5
+            };
+            let v = (70.0 + 90.0 * k) as u8;
+            Rgb([v, v, v])
+        };
+        canvas.cell(
+            origin.x + c as f32 * cell,
+            origin.y + r as f32 * cell,
+            cell,
+            colour,
+        );
+    }
+    Ok(canvas)
 }

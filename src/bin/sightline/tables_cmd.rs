@@ -7,12 +7,15 @@ use sightline::tables::{self, PrecomputeParams, Stage, TableFile};
 use sightline::{Engine, Scene};
 use std::path::{Path, PathBuf};
 
-/// Waypoints, line of sight (and intervis when `measure` is given), with a progress bar and an
-/// estimate of time left; writes `out`.
+/// Line of sight (and intervis when `measure` is given) on the nav graph's nodes, with the
+/// graph's edges stored beside them, with a progress bar and an estimate of time left; writes
+/// `out`.
+#[allow(clippy::too_many_arguments)]
 pub fn precompute(
     engine: &Engine,
     scene: &Scene,
     name: &str,
+    graph: &sightline::nav::NavGraph,
     params: &PrecomputeParams,
     shard: Option<(u32, u32)>,
     measure: Option<&mut tables::MeasureFn<'_>>,
@@ -26,10 +29,11 @@ pub fn precompute(
         .progress_chars("=> "),
     );
     let t = std::time::Instant::now();
-    let table = tables::precompute(
+    let table = sightline::nav::precompute(
         engine,
         scene,
         name,
+        graph,
         params,
         shard,
         measure,

@@ -12,7 +12,7 @@
 //! | crouching | squatting, knees forward, torso leaning in, forearms raised | `0.62 height` |
 //! | prone | lying along `+Z` (head toward the facing direction), on the elbows | `0.235 height` |
 
-use crate::cover::Posture;
+use crate::agent::Posture;
 use crate::scene::Mesh;
 use glam::Vec3;
 

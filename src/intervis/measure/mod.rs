@@ -59,7 +59,7 @@ pub use gpu::{Batch, Job, Light, ViewBlock};
 pub use humanoid::humanoid;
 
 use super::IntervisRecord;
-use crate::cover::Posture;
+use crate::agent::Posture;
 use crate::scene::{Mask, Mesh, Scene};
 use crate::{Engine, Error, Result};
 use glam::{Affine3A, Mat4, Quat, Vec2, Vec3, Vec4};

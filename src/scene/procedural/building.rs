@@ -1,5 +1,6 @@
 //! Rectangular buildings: four exterior walls with door and window holes, floor slabs per
-//! storey, a walkable roof and optional interior walls with doorways.
+//! storey, a walkable roof, optional interior walls with doorways and an optional stairwell
+//! joining the storeys and the roof.
 
 use super::geom::{cuboid, frame, wall, Hole};
 use super::{Builder, Mat};
@@ -78,9 +79,18 @@ pub(crate) struct Building {
     pub parapet: f32,
     pub openings: Vec<Opening>,
     pub interior: Vec<InteriorWall>,
+    /// A switchback stairwell in the north-west inside corner joining every storey and the
+    /// roof (see [`Building::stairwell`]).
+    pub stairs: bool,
     pub wall: Mat,
     pub roof: Mat,
 }
+
+/// Stairwell flights: steps, their tread, the flight's width and the landing before it.
+pub(crate) const STEPS: usize = 12;
+pub(crate) const TREAD: f32 = 0.3;
+pub(crate) const FLIGHT_W: f32 = 1.2;
+pub(crate) const LANDING: f32 = 1.2;
 
 impl Building {
     /// World centre of an opening, at mid-wall thickness and `bottom` height.
@@ -92,6 +102,51 @@ impl Building {
             Side::South => Vec3::new(o.along, y, self.max.y - t),
             Side::West => Vec3::new(self.min.x + t, y, o.along),
             Side::East => Vec3::new(self.max.x - t, y, o.along),
+        }
+    }
+
+    /// The footprint (x0, x1, z0, z1) of flight `k` (from storey `k` up to `k + 1`): flights
+    /// alternate between two strips against the west wall, even ones climbing south (+z),
+    /// odd ones north, between landings `LANDING` deep at both ends.
+    pub(crate) fn flight(&self, k: u32) -> (f32, f32, f32, f32) {
+        let (lo_x, lo_z) = (self.min.x + self.wall_t, self.min.y + self.wall_t);
+        let x0 = lo_x + if k % 2 == 0 { 0.0 } else { FLIGHT_W };
+        let z0 = lo_z + LANDING;
+        (x0, x0 + FLIGHT_W, z0, z0 + STEPS as f32 * TREAD)
+    }
+
+    /// Whether the inside is large enough for the stairwell (two flights and both landings,
+    /// with room to walk past).
+    pub(crate) fn fits_stairwell(&self) -> bool {
+        let inside = self.max - self.min - 2.0 * self.wall_t;
+        inside.x >= 2.0 * FLIGHT_W + 2.0 && inside.y >= 2.0 * LANDING + STEPS as f32 * TREAD + 2.0
+    }
+
+    /// The stairwell: flight `k` of solid steps from the top of slab `k` to the top of slab
+    /// `k + 1` (the roof for the last), under a hole cut in slab `k + 1` over the flight.
+    fn stairwell(&self, b: &mut Builder, floor_top: impl Fn(u32) -> f32) {
+        let stair = b.mat(Mat::Stair);
+        let d = b.density;
+        for k in 0..self.storeys {
+            let (x0, x1, z0, z1) = self.flight(k);
+            let (y0, y1) = (floor_top(k), floor_top(k + 1));
+            for i in 0..STEPS {
+                // Even flights climb toward +z, odd ones toward -z.
+                let (za, zb) = if k % 2 == 0 {
+                    (z0 + TREAD * i as f32, z0 + TREAD * (i + 1) as f32)
+                } else {
+                    (z1 - TREAD * (i + 1) as f32, z1 - TREAD * i as f32)
+                };
+                let top = y0 + (y1 - y0) * (i + 1) as f32 / STEPS as f32;
+                cuboid(
+                    &mut b.level,
+                    Vec3::new(x0, y0, za),
+                    Vec3::new(x1, top, zb),
+                    d,
+                    stair,
+                    Affine3A::IDENTITY,
+                );
+            }
         }
     }
 
@@ -148,9 +203,38 @@ impl Building {
             cuboid(&mut b.level, min, max, d, m, Affine3A::IDENTITY);
         };
         slab(b, self.base - 0.2, self.base + FLOOR_TOP, floor);
+        let stairs = self.stairs && self.fits_stairwell();
         for k in 1..=self.storeys {
             let y = self.base + k as f32 * self.storey_h;
-            slab(b, y - SLAB, y, if k == self.storeys { roof } else { floor });
+            let m = if k == self.storeys { roof } else { floor };
+            if !stairs {
+                slab(b, y - SLAB, y, m);
+                continue;
+            }
+            // Cut the hole over the flight that arrives here: four pieces around it.
+            let (x0, x1, z0, z1) = self.flight(k - 1);
+            let pieces = [
+                (lo.x, hi.x, lo.y, z0),
+                (lo.x, hi.x, z1, hi.y),
+                (lo.x, x0, z0, z1),
+                (x1, hi.x, z0, z1),
+            ];
+            for (ax, bx, az, bz) in pieces {
+                if bx - ax > 1e-3 && bz - az > 1e-3 {
+                    let (min, max) = (Vec3::new(ax, y - SLAB, az), Vec3::new(bx, y, bz));
+                    cuboid(&mut b.level, min, max, d, m, Affine3A::IDENTITY);
+                }
+            }
+        }
+        if stairs {
+            let (base, h) = (self.base, self.storey_h);
+            self.stairwell(b, |k| {
+                if k == 0 {
+                    base + FLOOR_TOP
+                } else {
+                    base + k as f32 * h
+                }
+            });
         }
         let plaster = b.mat(Mat::Plaster);
         for iw in &self.interior {

@@ -101,6 +101,7 @@ fn buildings() -> [(Building, Side); 2] {
                         glass: false,
                     },
                 ],
+                stairs: false,
                 interior: vec![InteriorWall {
                     along_x: true,
                     at: inner_z,

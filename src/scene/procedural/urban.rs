@@ -193,6 +193,7 @@ fn house(b: &mut Builder, rng: &mut Rng, lot_min: Vec2, lot_max: Vec2, streets: 
         parapet,
         openings,
         interior: Vec::new(),
+        stairs: true,
         wall: wall_mat,
         roof: Mat::Roof,
     }

@@ -166,6 +166,7 @@ pub(super) fn building() -> Building {
             window(Side::West, 11.5, true),
             window(Side::South, -11.0, false),
         ],
+        stairs: false,
         interior: vec![InteriorWall {
             along_x: false,
             at: -13.0,

@@ -1,0 +1,307 @@
+//! The fine walkable grid a nav graph is built from: every place the body fits, a fraction of
+//! the node spacing apart, and which neighbouring places it can step between.
+//!
+//! Fine columns are `spacing / fine` metres apart (0.25 m by default), aligned with the node
+//! grid so each node cell holds `fine x fine` of them. Under each column every walkable floor is
+//! found by peeling ([`crate::ground::floors`]) and kept where a crouching body fits
+//! ([`crate::agent::fitting_postures`], and its diameters on the two diagonals) and stands on
+//! ground all round: something (ground, a step, the foot of a wall) lies within a step height
+//! up or down at one radius to either side along x and z, so the top of a wall, the edge of a
+//! roof or the side of a stair flight over a drop is not a place (Recast erodes its walkable
+//! area by the agent's radius the same way). Two fine points in neighbouring columns (eight
+//! neighbours) are *linked* when their heights differ by at most a step (plus what the slope
+//! allows over the gap) and a segment at the knee and one at the crouching head between them
+//! are clear of fire-blocking geometry. Links are a cheap map of the walkable space; every nav
+//! graph edge is still the full walk test.
+
+use crate::agent::Posture;
+use crate::scene::Scene;
+use crate::trace::Segment;
+use crate::{Engine, Error, Result};
+use glam::{IVec2, Vec2, Vec3};
+
+/// Largest fine grid searched (columns).
+pub const MAX_FINE_COLUMNS: usize = 1 << 25;
+
+pub(crate) struct Fine {
+    pub step: f32,
+    pub origin: Vec2,
+    pub width: usize,
+    pub height: usize,
+    /// Fine columns per node cell side.
+    pub per: usize,
+    /// Points sorted by column (row-major), top down within a column.
+    pub col: Vec<u32>,
+    pub pos: Vec<Vec3>,
+    /// Links: `links[start[i]..start[i + 1]]` are the points linked to point `i`.
+    start: Vec<u32>,
+    links: Vec<u32>,
+    /// Rays traced building it.
+    pub rays: u64,
+    /// Walkable floors found, and those without room for a crouching body.
+    pub floors: usize,
+    pub no_room: usize,
+    pub truncated: usize,
+}
+
+/// The settings the fine grid needs.
+pub(crate) struct FineParams {
+    pub spacing: f32,
+    pub per: usize,
+    pub max_slope: f32,
+    pub max_layers: u32,
+    pub step_height: f32,
+    pub agent: crate::agent::Agent,
+}
+
+impl Fine {
+    pub fn build(engine: &Engine, scene: &Scene, p: &FineParams) -> Result<Fine> {
+        let Some((lo, hi)) = scene.bounds() else {
+            return Err(Error::InvalidInput(
+                "the scene is empty: there is no ground for a nav graph".into(),
+            ));
+        };
+        let cells = |extent: f32| (extent / p.spacing).ceil().max(1.0) * p.per as f32;
+        let (w, h) = (cells(hi.x - lo.x), cells(hi.z - lo.z));
+        if w * h > MAX_FINE_COLUMNS as f32 {
+            return Err(Error::InvalidInput(format!(
+                "spacing {} m over a {:.0} m x {:.0} m scene needs {w} x {h} fine columns, more \
+                 than {MAX_FINE_COLUMNS}: use a larger spacing",
+                p.spacing,
+                hi.x - lo.x,
+                hi.z - lo.z
+            )));
+        }
+        let (width, height) = (w as usize, h as usize);
+        let step = p.spacing / p.per as f32;
+        let origin = Vec2::new(lo.x, lo.z);
+        let floors = crate::ground::floors(
+            engine,
+            scene,
+            origin,
+            step,
+            width,
+            height,
+            p.max_slope,
+            p.max_layers,
+        )?;
+        let mut rays = (floors.surfaces + floors.cell.len()) as u64;
+        let ground: Vec<Vec3> = floors
+            .cell
+            .iter()
+            .zip(&floors.height)
+            .map(|(&i, &y)| {
+                let c = crate::ground::cell_centre(origin, step, width, i as usize);
+                Vec3::new(c.x, y, c.y)
+            })
+            .collect();
+        let fits = crate::agent::fitting_postures(engine, scene, &p.agent, &ground, 0.1)?;
+        rays += 9 * ground.len() as u64;
+        let room: Vec<Vec3> = ground
+            .iter()
+            .zip(&fits)
+            .filter(|(_, f)| f.is_some_and(|f| f >= Posture::Crouching))
+            .map(|(g, _)| *g)
+            .collect();
+        let mut supported = supported(engine, scene, &room, p)?.into_iter();
+        rays += 8 * room.len() as u64;
+        let mut fine = Fine {
+            step,
+            origin,
+            width,
+            height,
+            per: p.per,
+            col: Vec::new(),
+            pos: Vec::new(),
+            start: Vec::new(),
+            links: Vec::new(),
+            rays,
+            floors: ground.len(),
+            no_room: 0,
+            truncated: floors.truncated_cells,
+        };
+        for (k, g) in ground.into_iter().enumerate() {
+            if fits[k].is_some_and(|f| f >= Posture::Crouching) && supported.next().unwrap() {
+                fine.col.push(floors.cell[k]);
+                fine.pos.push(g);
+            } else {
+                fine.no_room += 1;
+            }
+        }
+        fine.link(engine, scene, p)?;
+        Ok(fine)
+    }
+
+    pub fn column_of(&self, i: u32) -> IVec2 {
+        let w = self.width as u32;
+        let c = self.col[i as usize];
+        IVec2::new((c % w) as i32, (c / w) as i32)
+    }
+
+    /// Points of fine column `c` (none outside the grid).
+    pub fn points_in(&self, c: IVec2) -> std::ops::Range<u32> {
+        if c.x < 0 || c.y < 0 || c.x as usize >= self.width || c.y as usize >= self.height {
+            return 0..0;
+        }
+        let k = c.y as u32 * self.width as u32 + c.x as u32;
+        let lo = self.col.partition_point(|&x| x < k);
+        let hi = self.col.partition_point(|&x| x <= k);
+        lo as u32..hi as u32
+    }
+
+    /// The node cell holding point `i`.
+    pub fn cell_of(&self, i: u32) -> IVec2 {
+        self.column_of(i) / self.per as i32
+    }
+
+    /// Points linked to `i`.
+    pub fn links(&self, i: u32) -> &[u32] {
+        &self.links[self.start[i as usize] as usize..self.start[i as usize + 1] as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.pos.len()
+    }
+
+    fn link(&mut self, engine: &Engine, scene: &Scene, p: &FineParams) -> Result<()> {
+        let knee = p.step_height + 0.05;
+        let head = p.agent.head_heights[1] - 0.05;
+        let climb =
+            p.step_height + self.step * std::f32::consts::SQRT_2 * p.max_slope.tan().min(2.0);
+        let mut pairs = Vec::new();
+        for i in 0..self.len() as u32 {
+            let c = self.column_of(i);
+            for d in [
+                IVec2::new(1, 0),
+                IVec2::new(0, 1),
+                IVec2::new(1, 1),
+                IVec2::new(-1, 1),
+            ] {
+                for j in self.points_in(c + d) {
+                    if (self.pos[j as usize].y - self.pos[i as usize].y).abs() <= climb {
+                        pairs.push((i, j));
+                    }
+                }
+            }
+        }
+        let mut linked = Vec::with_capacity(pairs.len());
+        for chunk in pairs.chunks(1 << 19) {
+            let segs: Vec<Segment> = chunk
+                .iter()
+                .flat_map(|&(i, j)| {
+                    let (a, b) = (self.pos[i as usize], self.pos[j as usize]);
+                    [knee, head].map(|h| Segment::new(a + Vec3::Y * h, b + Vec3::Y * h))
+                })
+                .collect();
+            let blocked = engine.occluded(scene, &segs, crate::Mask::FIRE)?;
+            self.rays += segs.len() as u64;
+            linked.extend(
+                chunk
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, _)| !blocked.get(2 * k) && !blocked.get(2 * k + 1))
+                    .map(|(_, &pair)| pair),
+            );
+        }
+        let n = self.len();
+        let mut degree = vec![0u32; n + 1];
+        for &(i, j) in &linked {
+            degree[i as usize] += 1;
+            degree[j as usize] += 1;
+        }
+        let mut start = Vec::with_capacity(n + 1);
+        let mut acc = 0;
+        for d in &degree[..n] {
+            start.push(acc);
+            acc += d;
+        }
+        start.push(acc);
+        let mut fill = start[..n].to_vec();
+        let mut links = vec![0; acc as usize];
+        for &(i, j) in &linked {
+            for (u, v) in [(i, j), (j, i)] {
+                links[fill[u as usize] as usize] = v;
+                fill[u as usize] += 1;
+            }
+        }
+        self.start = start;
+        self.links = links;
+        Ok(())
+    }
+
+    /// Whether the straight line from point `a` to point `b` follows links through every fine
+    /// column it crosses (stepping one column at a time, x or z), using only points `allowed`.
+    pub fn straight(&self, a: u32, b: u32, allowed: impl Fn(u32) -> bool) -> bool {
+        let (ca, cb) = (self.column_of(a), self.column_of(b));
+        let d = cb - ca;
+        let (sx, sz) = (d.x.signum(), d.y.signum());
+        let (nx, nz) = (d.x.abs(), d.y.abs());
+        let mut cur = a;
+        let mut c = ca;
+        let (mut ix, mut iz) = (0, 0);
+        while ix < nx || iz < nz {
+            // Step along the axis whose next boundary the line meets first.
+            let tx = if ix < nx { (2 * ix + 1) * nz } else { i32::MAX };
+            let tz = if iz < nz { (2 * iz + 1) * nx } else { i32::MAX };
+            let next = if tx <= tz {
+                ix += 1;
+                c + IVec2::new(sx, 0)
+            } else {
+                iz += 1;
+                c + IVec2::new(0, sz)
+            };
+            let Some(&q) = self
+                .links(cur)
+                .iter()
+                .find(|&&q| self.column_of(q) == next && allowed(q))
+            else {
+                return false;
+            };
+            cur = q;
+            c = next;
+        }
+        cur == b
+    }
+}
+
+/// Whether each point has ground all round and room on the diagonals (see the module docs):
+/// four short downward rays at one radius along x and z, and the two diagonal diameters of the
+/// body at the knee and the crouching head (the agent's clearance test covers x and z only, and
+/// a door jamb's corner can stand inside the body on a diagonal).
+fn supported(engine: &Engine, scene: &Scene, points: &[Vec3], p: &FineParams) -> Result<Vec<bool>> {
+    let r = p.agent.radius;
+    let all = crate::Mask(crate::MaterialFlags::BLOCKS_FIRE.union(crate::MaterialFlags::WALKABLE));
+    let (knee, head) = (p.step_height + 0.05, p.agent.head_heights[1] - 0.05);
+    let d = std::f32::consts::FRAC_1_SQRT_2 * r;
+    let mut out = Vec::with_capacity(points.len());
+    for chunk in points.chunks(1 << 18) {
+        let rays: Vec<crate::Ray> = chunk
+            .iter()
+            .flat_map(|&g| {
+                [Vec3::X, Vec3::NEG_X, Vec3::Z, Vec3::NEG_Z].map(|dir| {
+                    crate::Ray::new(
+                        g + dir * r + Vec3::Y * p.step_height,
+                        Vec3::NEG_Y,
+                        2.0 * p.step_height,
+                    )
+                })
+            })
+            .collect();
+        let hits = engine.closest_hit(scene, &rays, all)?;
+        let segs: Vec<Segment> = chunk
+            .iter()
+            .flat_map(|&g| {
+                [(knee, 1.0), (knee, -1.0), (head, 1.0), (head, -1.0)].map(|(h, s)| {
+                    let o = Vec3::new(d, 0.0, s * d);
+                    Segment::new(g + Vec3::Y * h - o, g + Vec3::Y * h + o)
+                })
+            })
+            .collect();
+        let blocked = engine.occluded(scene, &segs, crate::Mask::FIRE)?;
+        out.extend((0..chunk.len()).map(|k| {
+            hits[4 * k..4 * k + 4].iter().all(Option::is_some)
+                && (0..4).all(|i| !blocked.get(4 * k + i))
+        }));
+    }
+    Ok(out)
+}
