@@ -20,6 +20,7 @@ pub mod intervis;
 pub mod nav;
 pub mod scene;
 pub mod tables;
+pub mod tpm;
 pub mod trace;
 pub mod viewshed;
 
