@@ -38,11 +38,11 @@ pub struct ViewParams {
     /// Eye height above an observer's feet. Default 1.7 m.
     pub eye_height: f32,
     /// Silhouette area (square metres) of a threat, prone, crouching and standing, for the
-    /// line-of-sight model. Default 0.15, 0.45 and 0.75: the built-in humanoid's, measured
-    /// (`tests/tpm.rs`).
+    /// line-of-sight model. Default 0.29, 0.58 and 0.95: the built-in intervis humanoid's,
+    /// measured 10 m from a standing eye on open ground (`tests/tpm.rs`).
     pub silhouette: [f32; 3],
-    /// Contrast of a threat against its background for the line-of-sight model. Default 0.3:
-    /// olive drab (albedo 0.3) against lit ground and sky.
+    /// Contrast of a threat against its background for the line-of-sight model. Default 0.6:
+    /// the same measurement gives 0.55 to 0.76 (olive drab against lit ground and sky).
     pub contrast: f32,
     /// What blocks sight. Default [`Mask::SIGHT`].
     pub mask: Mask,
@@ -57,8 +57,8 @@ impl ViewParams {
             posture: Posture::Standing,
             range: 150.0,
             eye_height: 1.7,
-            silhouette: [0.15, 0.45, 0.75],
-            contrast: 0.3,
+            silhouette: [0.29, 0.58, 0.95],
+            contrast: 0.6,
             mask: Mask::SIGHT,
         }
     }

@@ -255,6 +255,45 @@ enum Command {
         #[arg(long, value_parser = parse_area, allow_hyphen_values = true)]
         area: Option<[f32; 4]>,
     },
+    /// A team searches from where it stands: where a threat probably is (the Threat
+    /// Probability Model) and where each member looks, as a heat map over the scene.
+    Tpm {
+        #[command(flatten)]
+        scene: SceneArgs,
+        #[command(flatten)]
+        nav: NavArgs,
+        /// Use this table's nav graph, line of sight and intervis (from `sightline precompute`)
+        /// instead of generating a graph and tracing views.
+        #[arg(long)]
+        table: Option<PathBuf>,
+        /// A team member at the node nearest X,Z (or X,Y,Z); repeat for each member.
+        #[arg(long = "member", value_parser = parse_place, allow_hyphen_values = true, required = true)]
+        members: Vec<Vec3>,
+        /// Seconds to simulate.
+        #[arg(long, default_value_t = 30.0)]
+        seconds: f32,
+        /// Seconds a gaze is held (one search frame).
+        #[arg(long, default_value_t = 1.0)]
+        frame: f32,
+        /// Angular sectors around each member.
+        #[arg(long, default_value_t = 8)]
+        sectors: u32,
+        /// Field of view of a gaze, degrees.
+        #[arg(long, default_value_t = 60.0)]
+        fov: f32,
+        /// Seed of the tie-breaking between equally threatening sectors.
+        #[arg(long, default_value_t = 1)]
+        search_seed: u64,
+        /// The posture a threat is assumed to hold.
+        #[arg(long, value_enum, default_value_t = PostureArg::Standing)]
+        posture: PostureArg,
+        /// Heat map: hot (red) where a threat is likely, cold (blue) where the team looked.
+        #[arg(long)]
+        png: Option<PathBuf>,
+        /// The final map and every frame's gazes as JSON.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Summarise and verify a table file.
     Inspect {
         file: PathBuf,
@@ -302,6 +341,19 @@ fn parse_vec3(s: &str) -> Result<Vec3, String> {
     match v[..] {
         [x, y, z] if v.iter().all(|c| c.is_finite()) => Ok(Vec3::new(x, y, z)),
         _ => Err(format!("expected three finite numbers X,Y,Z, got '{s}'")),
+    }
+}
+
+/// X,Z (y left NaN: the nearest node by horizontal distance) or X,Y,Z.
+fn parse_place(s: &str) -> Result<Vec3, String> {
+    let v: Vec<f32> = s
+        .split(',')
+        .map(|p| p.trim().parse::<f32>().map_err(|e| format!("'{p}': {e}")))
+        .collect::<Result<_, _>>()?;
+    match v[..] {
+        [x, z] if x.is_finite() && z.is_finite() => Ok(Vec3::new(x, f32::NAN, z)),
+        [x, y, z] if v.iter().all(|c| c.is_finite()) => Ok(Vec3::new(x, y, z)),
+        _ => Err(format!("expected X,Z or X,Y,Z in metres, got '{s}'")),
     }
 }
 
@@ -583,6 +635,59 @@ fn run(cli: Cli) -> AnyResult<()> {
             }
             Ok(())
         }
+        Command::Tpm {
+            scene,
+            nav,
+            table,
+            members,
+            seconds,
+            frame,
+            sectors,
+            fov,
+            search_seed,
+            posture,
+            png,
+            json,
+        } => {
+            let s = load_scene(&scene)?;
+            let e = engine(scene.backend)?;
+            let search = sightline::tpm::SearchParams {
+                sectors,
+                fov_degrees: fov,
+                frame_seconds: frame,
+            };
+            let view = sightline::tpm::ViewParams {
+                posture: posture.posture(),
+                ..Default::default()
+            };
+            let table = table
+                .as_deref()
+                .map(sightline::tables::TableFile::read_from)
+                .transpose()?;
+            let (graph, sight) = match &table {
+                Some(t) => (
+                    sightline::nav::NavGraph::from_table(t, &nav.costs())?.ok_or(
+                        "the table holds no nav graph (written before nav graphs were stored): \
+                         recompute it with `sightline precompute`",
+                    )?,
+                    tpm_cmd::Sight::Table(t),
+                ),
+                None => (nav.graph(&e, &s)?, tpm_cmd::Sight::Engine(&e, &s)),
+            };
+            tpm_cmd::run(
+                &e,
+                &s,
+                &graph,
+                sight,
+                &members,
+                seconds,
+                search,
+                view,
+                search_seed,
+                png.as_deref(),
+                json.as_deref(),
+            )
+        }
         Command::Inspect { file, view, png } => {
             tables_cmd::inspect(&file)?;
             if let (Some(v), Some(p)) = (view, png) {
@@ -634,6 +739,7 @@ fn run(cli: Cli) -> AnyResult<()> {
 mod cover_cmd;
 mod nav_cmd;
 mod tables_cmd;
+mod tpm_cmd;
 
 fn read_segments(path: &Path) -> AnyResult<Vec<Segment>> {
     let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -1,0 +1,201 @@
+//! `sightline tpm`: a team searches from where it stands; the threat probability map evolves;
+//! a heat map over the scene and the gaze of every frame.
+
+use crate::nav_cmd::{bounds, save};
+use crate::picture::{scene_canvas, spectrum};
+use crate::AnyResult;
+use glam::Vec3;
+use image::Rgb;
+use serde_json::json;
+use sightline::nav::NavGraph;
+use sightline::tables::TableFile;
+use sightline::tpm::{Member, SearchParams, Searcher, TpmParams, TpmSet, View, ViewParams};
+use sightline::{Engine, Scene};
+use std::path::Path;
+
+/// Where the views come from.
+pub enum Sight<'a> {
+    Table(&'a TableFile),
+    Engine(&'a Engine, &'a Scene),
+}
+
+/// Largest number of frames one run simulates.
+const MAX_FRAMES: f32 = 1e6;
+
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    engine: &Engine,
+    scene: &Scene,
+    graph: &NavGraph,
+    sight: Sight<'_>,
+    places: &[Vec3],
+    seconds: f32,
+    search: SearchParams,
+    view: ViewParams,
+    seed: u64,
+    png: Option<&Path>,
+    json_out: Option<&Path>,
+) -> AnyResult<()> {
+    if graph.is_empty() {
+        return Err("the nav graph has no nodes: nothing to search".into());
+    }
+    if !(seconds.is_finite() && seconds > 0.0) || seconds / search.frame_seconds > MAX_FRAMES {
+        return Err(format!(
+            "--seconds {seconds} must be positive and at most {MAX_FRAMES} frames of {} s",
+            search.frame_seconds
+        )
+        .into());
+    }
+    let nodes = graph.nodes();
+    let at: Vec<u32> = places.iter().map(|&p| nearest(graph, p)).collect();
+    let views: Vec<View> = match sight {
+        Sight::Table(t) => at
+            .iter()
+            .map(|&n| View::from_table(t, n, &view))
+            .collect::<sightline::Result<_>>()?,
+        Sight::Engine(e, s) => {
+            let eyes: Vec<Vec3> = at
+                .iter()
+                .map(|&n| nodes[n as usize] + Vec3::Y * view.eye_height)
+                .collect();
+            View::from_engine(e, s, graph, &eyes, &view)?
+        }
+    };
+    for (k, (&n, v)) in at.iter().zip(&views).enumerate() {
+        eprintln!(
+            "member {k} at node {n} {} sees {} nodes",
+            nodes[n as usize],
+            v.targets.len()
+        );
+    }
+    let mut set = TpmSet::new(graph, 1, TpmParams::standard())?;
+    let mut searcher = Searcher::new(search, seed)?;
+    let members: Vec<Member<'_>> = views.iter().map(|v| Member { tpm: 0, view: v }).collect();
+    let frames = (seconds / search.frame_seconds).ceil() as usize;
+    let bar = indicatif::ProgressBar::new(frames as u64);
+    if frames < 200 {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let mut log = Vec::with_capacity(frames);
+    let mut looked: Vec<Vec<u32>> = vec![Vec::new(); members.len()];
+    for f in 0..frames {
+        let gazes = searcher.frame(&mut set, nodes, &members)?;
+        let values = set.values(0);
+        for (k, g) in gazes.iter().enumerate() {
+            looked[k].push(g.sector);
+        }
+        log.push(json!({
+            "t": (f + 1) as f32 * search.frame_seconds,
+            "gazes": gazes.iter().map(|g| json!({"sector": g.sector, "yaw_deg": g.yaw.to_degrees(), "threat": g.threat, "seen": g.seen})).collect::<Vec<_>>(),
+            "total": set.total(0),
+            "max": values.iter().copied().fold(0.0f32, f32::max),
+        }));
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let values = set.values(0);
+    for (k, seq) in looked.iter().enumerate() {
+        let mut distinct = seq.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let shown: Vec<String> = seq.iter().take(40).map(u32::to_string).collect();
+        println!(
+            "member {k}: looked at {} of {} sectors; sectors in order: {}{}",
+            distinct.len(),
+            search.sectors,
+            shown.join(" "),
+            if seq.len() > 40 { " ..." } else { "" }
+        );
+    }
+    println!(
+        "after {seconds} s: expected threats {:.1} over {} nodes (prior {}), highest {:.3}, lowest {:.4}",
+        set.total(0),
+        nodes.len(),
+        set.params().prior,
+        values.iter().copied().fold(0.0f32, f32::max),
+        values.iter().copied().fold(1.0f32, f32::min),
+    );
+    if let Some(path) = json_out {
+        let doc = json!({
+            "nodes": nodes.iter().map(|p| [p.x, p.y, p.z]).collect::<Vec<_>>(),
+            "members": at.iter().zip(&views).map(|(&n, v)| json!({"node": n, "eye": [v.eye.x, v.eye.y, v.eye.z]})).collect::<Vec<_>>(),
+            "tpm": values,
+            "frames": log,
+        });
+        std::fs::write(path, serde_json::to_string(&doc)?)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    if let Some(path) = png {
+        heat_png(engine, scene, graph, &values, &views, &searcher, &log, path)?;
+    }
+    Ok(())
+}
+
+/// The node nearest to a member's place: by horizontal distance when `y` is NaN (an X,Z
+/// place), else in 3D.
+fn nearest(graph: &NavGraph, p: Vec3) -> u32 {
+    if p.y.is_nan() {
+        let flat = |q: Vec3| (q.x - p.x).powi(2) + (q.z - p.z).powi(2);
+        (0..graph.len() as u32)
+            .min_by(|&a, &b| {
+                let (qa, qb) = (graph.nodes()[a as usize], graph.nodes()[b as usize]);
+                // Ties (floors above one another) go to the lowest floor.
+                flat(qa).total_cmp(&flat(qb)).then(qa.y.total_cmp(&qb.y))
+            })
+            .unwrap_or(0)
+    } else {
+        graph.nearest(p).unwrap_or(0)
+    }
+}
+
+/// Seed 003's Figure 2: the map over the scene, hot (red) where a threat is likely, cold
+/// (blue) where the team has looked; each member a white ring with its last gaze's field of
+/// view.
+#[allow(clippy::too_many_arguments)]
+fn heat_png(
+    engine: &Engine,
+    scene: &Scene,
+    graph: &NavGraph,
+    values: &[f32],
+    views: &[View],
+    searcher: &Searcher,
+    log: &[serde_json::Value],
+    path: &Path,
+) -> AnyResult<()> {
+    let nodes = graph.nodes();
+    let (lo, hi) = bounds(nodes).ok_or("no nodes")?;
+    let mut canvas = scene_canvas(engine, scene, lo, hi, 1400.0)?;
+    let mut lengths: Vec<f32> = graph.edges().iter().map(|e| e.length).collect();
+    lengths.sort_by(f32::total_cmp);
+    let cell = lengths
+        .get(lengths.len() / 2)
+        .copied()
+        .unwrap_or(2.0)
+        .clamp(0.5, 4.0);
+    let mut order: Vec<usize> = (0..nodes.len()).collect();
+    order.sort_by(|&a, &b| nodes[a].y.total_cmp(&nodes[b].y));
+    let top = values.iter().copied().fold(1e-6f32, f32::max);
+    for i in order {
+        let p = nodes[i];
+        let s = 0.8 * cell;
+        canvas.cell(p.x - s / 2.0, p.z - s / 2.0, s, spectrum(values[i] / top));
+    }
+    let fov = searcher.params.fov_degrees.to_radians();
+    let last = log.last().and_then(|f| f["gazes"].as_array());
+    for (k, v) in views.iter().enumerate() {
+        if let Some(yaw) = last
+            .and_then(|g| g.get(k))
+            .and_then(|g| g["yaw_deg"].as_f64())
+        {
+            let yaw = (yaw as f32).to_radians();
+            for a in [yaw - fov / 2.0, yaw, yaw + fov / 2.0] {
+                let end = v.eye + Vec3::new(a.cos(), 0.0, a.sin()) * 12.0;
+                canvas.line(v.eye, end, Rgb([255, 255, 255]));
+            }
+        }
+        canvas.ring(v.eye, 7.0, Rgb([255, 255, 255]));
+        canvas.disc(v.eye, 3.0, Rgb([0, 0, 0]));
+    }
+    save(&canvas, path)
+}
