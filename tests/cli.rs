@@ -1,0 +1,225 @@
+//! The command line: `navgraph`, `precompute` with its nav graph, and `tpm`, run as a user runs
+//! them; bad arguments are clear errors with a failing exit status, never panics.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn sightline(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sightline"))
+        .args(args)
+        .env("WGPU_BACKEND", "vulkan")
+        .output()
+        .expect("run the sightline binary")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sightline-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn is_png(path: &PathBuf) -> bool {
+    std::fs::read(path).is_ok_and(|b| b.len() > 1000 && b.starts_with(b"\x89PNG"))
+}
+
+#[test]
+fn navgraph_writes_json_csv_and_a_picture_and_reports_components() {
+    let (json, csv, png) = (tmp("g.json"), tmp("g.csv"), tmp("g.png"));
+    let o = sightline(&[
+        "navgraph",
+        "--scene",
+        "sniper",
+        "--backend",
+        "cpu",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--png",
+        png.to_str().unwrap(),
+    ]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("components") && out.contains("the largest holds"),
+        "{out}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let (nodes, edges) = (
+        v["nodes"].as_array().unwrap(),
+        v["edges"].as_array().unwrap(),
+    );
+    assert!(
+        nodes.len() > 500 && edges.len() > nodes.len(),
+        "{} {}",
+        nodes.len(),
+        edges.len()
+    );
+    assert_eq!(nodes[0].as_array().unwrap().len(), 3);
+    assert_eq!(v["kinds"].as_array().unwrap().len(), edges.len());
+    assert!(is_png(&png));
+    // The written graph loads back as a user graph, in both formats, with the same counts.
+    for f in [&json, &csv] {
+        let o = sightline(&[
+            "navgraph",
+            "--scene",
+            "sniper",
+            "--backend",
+            "cpu",
+            "--graph",
+            f.to_str().unwrap(),
+        ]);
+        let out = text(&o);
+        assert!(o.status.success(), "{out}");
+        assert!(
+            out.contains(&format!("{} nodes, {} edges", nodes.len(), edges.len())),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn precompute_stores_the_graph_and_tpm_reads_it() {
+    let (table, heat, frames) = (tmp("s.slt"), tmp("heat.png"), tmp("tpm.json"));
+    let o = sightline(&[
+        "precompute",
+        "--scene",
+        "sniper",
+        "--backend",
+        "cpu",
+        "--spacing",
+        "4",
+        "--range",
+        "50",
+        "--out",
+        table.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = sightline(&["inspect", table.to_str().unwrap()]);
+    let out = text(&o);
+    assert!(
+        o.status.success() && out.contains("nav graph:") && out.contains("edges"),
+        "{out}"
+    );
+    let o = sightline(&[
+        "tpm",
+        "--scene",
+        "sniper",
+        "--backend",
+        "cpu",
+        "--table",
+        table.to_str().unwrap(),
+        "--member=-30,-20",
+        "--member",
+        "0,0,0",
+        "--seconds",
+        "12",
+        "--png",
+        heat.to_str().unwrap(),
+        "--json",
+        frames.to_str().unwrap(),
+    ]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("member 0: looked at") && out.contains("member 1: looked at"),
+        "{out}"
+    );
+    assert!(is_png(&heat));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&frames).unwrap()).unwrap();
+    let f = v["frames"].as_array().unwrap();
+    assert_eq!(f.len(), 12);
+    assert_eq!(f[0]["gazes"].as_array().unwrap().len(), 2);
+    let tpm = v["tpm"].as_array().unwrap();
+    assert_eq!(tpm.len(), v["nodes"].as_array().unwrap().len());
+    assert!(tpm
+        .iter()
+        .all(|p| (0.0..=1.0).contains(&p.as_f64().unwrap())));
+    // Looking lowered the threat somewhere: the expected count fell below the prior's.
+    let total = f.last().unwrap()["total"].as_f64().unwrap();
+    assert!(total < 0.5 * tpm.len() as f64, "{total}");
+}
+
+#[test]
+fn bad_arguments_are_clear_errors() {
+    for (args, want) in [
+        (
+            vec!["navgraph", "--scene", "sniper", "--spacing", "0"],
+            "spacing",
+        ),
+        (
+            vec!["navgraph", "--scene", "sniper", "--spacing", "NaN"],
+            "spacing",
+        ),
+        (
+            vec!["navgraph", "--scene", "sniper", "--spacing", "0.001"],
+            "larger spacing",
+        ),
+        (
+            vec!["navgraph", "--scene", "no-such-scene.obj"],
+            "neither a built-in scene",
+        ),
+        (
+            vec![
+                "navgraph",
+                "--scene",
+                "sniper",
+                "--graph",
+                "/no/such/graph.json",
+            ],
+            "graph.json",
+        ),
+        (
+            vec!["navgraph", "--scene", "sniper", "--stairs-cost=-1"],
+            "stairs",
+        ),
+        (
+            vec!["navgraph", "--scene", "sniper", "--area", "1,2,3"],
+            "X0,Z0,X1,Z1",
+        ),
+        (
+            vec!["tpm", "--scene", "sniper", "--member", "1,2,3,4"],
+            "X,Z",
+        ),
+        (
+            vec![
+                "tpm",
+                "--scene",
+                "sniper",
+                "--member",
+                "0,0",
+                "--sectors",
+                "0",
+            ],
+            "sectors",
+        ),
+        (
+            vec![
+                "tpm",
+                "--scene",
+                "sniper",
+                "--member",
+                "0,0",
+                "--seconds",
+                "1e12",
+            ],
+            "frames",
+        ),
+    ] {
+        let mut full = args.clone();
+        full.extend(["--backend", "cpu"]);
+        let o = sightline(&full);
+        let out = text(&o);
+        assert!(!o.status.success(), "{args:?} succeeded: {out}");
+        assert!(!out.contains("panicked"), "{args:?} panicked: {out}");
+        assert!(out.contains(want), "{args:?}: expected `{want}` in: {out}");
+    }
+}
