@@ -304,7 +304,7 @@ impl TableFile {
                     "sampled at {sp} m, max slope {:.1} deg",
                     m.max_slope.to_degrees()
                 ),
-                None => "from a file".into(),
+                None => "given: a nav graph's nodes or a file".into(),
             },
             waypoint_digest(&self.waypoints)
         );

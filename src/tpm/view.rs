@@ -26,6 +26,9 @@ use crate::trace::Segment;
 use crate::{Engine, Error, Result, Scene};
 use glam::Vec3;
 
+/// Most observer-node pairs [`View::from_engine`] considers in one call.
+pub const MAX_PAIRS: usize = 1 << 28;
+
 /// How views are computed.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ViewParams {
@@ -170,6 +173,14 @@ impl View {
         p: &ViewParams,
     ) -> Result<Vec<View>> {
         p.validate()?;
+        if eyes.len().saturating_mul(graph.len()) > MAX_PAIRS {
+            return Err(Error::InvalidInput(format!(
+                "{} observers x {} nodes is more than {MAX_PAIRS} observer-node pairs: trace \
+                 fewer observers per call",
+                eyes.len(),
+                graph.len()
+            )));
+        }
         if let Some(e) = eyes.iter().find(|e| !e.is_finite()) {
             return Err(Error::InvalidInput(format!(
                 "observer eye {e} is not finite (metres)"
