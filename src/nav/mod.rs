@@ -100,6 +100,19 @@ impl NavParams {
                 )))
             }
         };
+        let slope = self.sample.max_slope;
+        if !(slope.is_finite() && (0.0..std::f32::consts::FRAC_PI_2).contains(&slope)) {
+            return Err(Error::InvalidInput(format!(
+                "nav graph max slope {slope} must be in [0, pi/2) radians (45 degrees is 0.785)"
+            )));
+        }
+        if !(1..=crate::ground::MAX_LAYERS).contains(&self.sample.max_layers) {
+            return Err(Error::InvalidInput(format!(
+                "nav graph max layers {} must be 1..={} (surfaces per column; default 16)",
+                self.sample.max_layers,
+                crate::ground::MAX_LAYERS
+            )));
+        }
         positive(self.step_height, "step height", "default 0.3")?;
         positive(self.sample_step, "sample step", "default 0.25")?;
         positive(self.probe_up, "probe height", "default 1.2")?;
