@@ -211,6 +211,17 @@ pub fn generate(
         )?;
     }
     report.passage_nodes = nodes.len() - report.grid_nodes;
+    finish(nodes, edges, costs, report, t)
+}
+
+/// The graph, with the report's edge counts and time filled in.
+fn finish(
+    nodes: Vec<Vec3>,
+    edges: Vec<Edge>,
+    costs: &CostParams,
+    mut report: NavReport,
+    t: std::time::Instant,
+) -> Result<(NavGraph, NavReport)> {
     report.edges = edges.len();
     for e in &edges {
         report.stairs_edges += usize::from(e.kinds.contains(EdgeKinds::STAIRS));
@@ -422,21 +433,13 @@ pub fn connect(
             Walk::Fail { .. } => None,
         })
         .collect();
-    let mut report = NavReport {
+    let report = NavReport {
         grid_nodes: nodes.len(),
         walks: pairs.len(),
-        edges: edges.len(),
         rays,
         ..NavReport::default()
     };
-    for e in &edges {
-        report.stairs_edges += usize::from(e.kinds.contains(EdgeKinds::STAIRS));
-        report.water_edges += usize::from(e.kinds.contains(EdgeKinds::WATER));
-        report.crouch_edges += usize::from(e.kinds.contains(EdgeKinds::CROUCH));
-    }
-    let graph = NavGraph::new(nodes, edges, costs)?;
-    report.seconds = t.elapsed().as_secs_f64();
-    Ok((graph, report))
+    finish(nodes, edges, costs, report, t)
 }
 
 fn edge(u: u32, v: u32, kinds: EdgeKinds, length: f32) -> Edge {

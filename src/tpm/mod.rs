@@ -250,29 +250,13 @@ impl TpmSet {
         let keep = (-pr.accrual_rate * dt).exp();
         let k = self.count;
         let rows = (CHUNK_VALUES / k).max(1);
-        let (p, offsets, neighbours, weights, weight_sum) = (
-            &self.p,
-            &self.offsets,
-            &self.neighbours,
-            &self.weights,
-            &self.weight_sum,
-        );
+        let (p, weight_sum) = (&self.p, &self.weight_sum);
+        let graph = (&self.offsets[..], &self.neighbours[..], &self.weights[..]);
         let prior = pr.prior * (1.0 - keep);
         let update = |first: usize, out: &mut [f32]| {
             for (r, o) in out.chunks_exact_mut(k).enumerate() {
                 let i = first + r;
-                diffuse(
-                    o,
-                    p,
-                    k,
-                    i,
-                    offsets,
-                    neighbours,
-                    weights,
-                    weight_sum[i],
-                    lambda,
-                    keep,
-                );
+                diffuse(o, p, k, 0..k, i, graph, weight_sum[i], lambda, keep);
                 for v in o.iter_mut() {
                     *v += prior;
                 }
@@ -290,18 +274,7 @@ impl TpmSet {
         for o in observations {
             let (i, t) = (o.node as usize, o.tpm as usize);
             let mut d = [0.0f32];
-            diffuse_one(
-                &mut d,
-                p,
-                k,
-                t,
-                i,
-                offsets,
-                neighbours,
-                weights,
-                weight_sum[i],
-                lambda,
-            );
+            diffuse(&mut d, p, k, t..t + 1, i, graph, weight_sum[i], lambda, 1.0);
             self.next[i * k + t] = d[0];
         }
         for o in observations {
@@ -313,54 +286,32 @@ impl TpmSet {
     }
 }
 
-/// Row `i` of the diffusion times `scale`: `out[t] = scale * ((1 - lambda s_i) p_i[t] + lambda
-/// sum_j b_ij p_j[t])` for the `k` maps at once.
+/// Row `i` of the diffusion for the maps `lanes`, times `scale`: `out[t] = scale * ((1 -
+/// lambda s_i) p_i[t] + lambda sum_j b_ij p_j[t])`; every map of a row at once, or one.
 #[allow(clippy::too_many_arguments)]
 #[inline]
 fn diffuse(
     out: &mut [f32],
     p: &[f32],
     k: usize,
+    lanes: std::ops::Range<usize>,
     i: usize,
-    offsets: &[u32],
-    neighbours: &[u32],
-    weights: &[f32],
+    graph: (&[u32], &[u32], &[f32]),
     weight_sum: f32,
     lambda: f32,
     scale: f32,
 ) {
+    let (offsets, neighbours, weights) = graph;
+    let row = |j: usize| &p[j * k + lanes.start..j * k + lanes.end];
     let own = scale * (1.0 - lambda * weight_sum);
-    for (o, &v) in out.iter_mut().zip(&p[i * k..i * k + k]) {
+    for (o, &v) in out.iter_mut().zip(row(i)) {
         *o = own * v;
     }
     let (a, b) = (offsets[i] as usize, offsets[i + 1] as usize);
     for (&j, &w) in neighbours[a..b].iter().zip(&weights[a..b]) {
         let w = scale * lambda * w;
-        let j = j as usize;
-        for (o, &v) in out.iter_mut().zip(&p[j * k..j * k + k]) {
+        for (o, &v) in out.iter_mut().zip(row(j as usize)) {
             *o += w * v;
         }
     }
-}
-
-/// [`diffuse`] of one map `t` of row `i`, unscaled.
-#[allow(clippy::too_many_arguments)]
-fn diffuse_one(
-    out: &mut [f32; 1],
-    p: &[f32],
-    k: usize,
-    t: usize,
-    i: usize,
-    offsets: &[u32],
-    neighbours: &[u32],
-    weights: &[f32],
-    weight_sum: f32,
-    lambda: f32,
-) {
-    let mut v = (1.0 - lambda * weight_sum) * p[i * k + t];
-    let (a, b) = (offsets[i] as usize, offsets[i + 1] as usize);
-    for (&j, &w) in neighbours[a..b].iter().zip(&weights[a..b]) {
-        v += lambda * w * p[j as usize * k + t];
-    }
-    out[0] = v;
 }

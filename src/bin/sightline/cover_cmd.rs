@@ -123,11 +123,7 @@ pub fn dense(
         }
         canvas.disc(agent, 6.0, Rgb([255, 220, 0]));
         mark_observers(&mut canvas, &query.observers);
-        canvas
-            .img
-            .save(path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        eprintln!("wrote {}", path.display());
+        canvas.save(path)?;
     }
     Ok(())
 }
@@ -239,11 +235,7 @@ pub fn cover(
         }
         canvas.disc(agent, 6.0, Rgb([255, 220, 0]));
         mark_observers(&mut canvas, &query.observers);
-        canvas
-            .img
-            .save(path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        eprintln!("wrote {}", path.display());
+        canvas.save(path)?;
     }
     Ok(())
 }
@@ -301,11 +293,7 @@ pub fn cover_field(
         underlay(&mut canvas, &f);
         mark_observers(&mut canvas, observers);
         canvas.ring(center, 6.0, Rgb([255, 220, 0]));
-        canvas
-            .img
-            .save(path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        eprintln!("wrote {}", path.display());
+        canvas.save(path)?;
     }
     Ok(())
 }

@@ -138,7 +138,7 @@ pub fn picture(
     }
     let mut canvas = scene_canvas(engine, scene, lo, hi, 1400.0)?;
     draw_graph(&mut canvas, g, lo.y, hi.y);
-    save(&canvas, path)
+    Ok(canvas.save(path)?)
 }
 
 pub fn bounds(points: &[Vec3]) -> Option<(Vec3, Vec3)> {
@@ -192,13 +192,4 @@ pub fn draw_graph(canvas: &mut Canvas, g: &NavGraph, ylo: f32, yhi: f32) {
         let (a, b) = (nodes[edge.a as usize], nodes[edge.b as usize]);
         canvas.gradient(a, b, colour(a.y), colour(b.y));
     }
-}
-
-pub fn save(canvas: &Canvas, path: &Path) -> AnyResult<()> {
-    canvas
-        .img
-        .save(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    eprintln!("wrote {}", path.display());
-    Ok(())
 }

@@ -89,6 +89,14 @@ impl Canvas {
             px,
         }
     }
+    /// Writes the picture and says so on stderr.
+    pub fn save(&self, path: &std::path::Path) -> Result<(), String> {
+        self.img
+            .save(path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+        Ok(())
+    }
     /// Pixels per metre.
     pub fn px(&self) -> f32 {
         self.px

@@ -126,10 +126,6 @@ pub fn view_png(table: &TableFile, from: usize, path: &Path) -> AnyResult<()> {
         canvas.disc(w, 2.5, colour);
     }
     canvas.disc(table.waypoints[from], 6.0, Rgb([230, 30, 30]));
-    canvas
-        .img
-        .save(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    eprintln!("wrote {}", path.display());
+    canvas.save(path)?;
     Ok(())
 }

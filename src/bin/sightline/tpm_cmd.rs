@@ -1,7 +1,7 @@
 //! `sightline tpm`: a team searches from where it stands; the threat probability map evolves;
 //! a heat map over the scene and the gaze of every frame.
 
-use crate::nav_cmd::{bounds, save};
+use crate::nav_cmd::bounds;
 use crate::picture::{scene_canvas, spectrum};
 use crate::AnyResult;
 use glam::Vec3;
@@ -197,5 +197,5 @@ fn heat_png(
         canvas.ring(v.eye, 7.0, Rgb([255, 255, 255]));
         canvas.disc(v.eye, 3.0, Rgb([0, 0, 0]));
     }
-    save(&canvas, path)
+    Ok(canvas.save(path)?)
 }
