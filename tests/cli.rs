@@ -87,6 +87,29 @@ fn navgraph_writes_json_csv_and_a_picture_and_reports_components() {
 }
 
 #[test]
+fn largest_only_keeps_one_connected_component() {
+    let json = tmp("largest.json");
+    let o = sightline(&[
+        "navgraph",
+        "--scene",
+        "sniper",
+        "--backend",
+        "cpu",
+        "--largest-only",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let n = v["nodes"].as_array().unwrap().len();
+    assert!(out.contains(&format!("kept {n} of")), "{out}");
+    assert_eq!(v["component_sizes"].as_array().unwrap().len(), 1);
+    let labels = v["components"].as_array().unwrap();
+    assert!(labels.iter().all(|l| l.as_u64() == Some(0)));
+}
+
+#[test]
 fn precompute_stores_the_graph_and_tpm_reads_it() {
     let (table, heat, frames) = (tmp("s.slt"), tmp("heat.png"), tmp("tpm.json"));
     let o = sightline(&[

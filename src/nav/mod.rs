@@ -394,6 +394,34 @@ impl NavGraph {
     }
 }
 
+impl NavGraph {
+    /// The graph of the nodes where `keep` holds (in their order) and the edges between them,
+    /// with each kept node's index in `self`.
+    pub fn subgraph(
+        &self,
+        keep: impl Fn(u32) -> bool,
+        costs: &CostParams,
+    ) -> Result<(NavGraph, Vec<u32>)> {
+        let old: Vec<u32> = (0..self.len() as u32).filter(|&i| keep(i)).collect();
+        let mut new = vec![u32::MAX; self.len()];
+        for (k, &i) in old.iter().enumerate() {
+            new[i as usize] = k as u32;
+        }
+        let edges = self
+            .edges
+            .iter()
+            .filter(|e| new[e.a as usize] != u32::MAX && new[e.b as usize] != u32::MAX)
+            .map(|e| Edge {
+                a: new[e.a as usize],
+                b: new[e.b as usize],
+                ..*e
+            })
+            .collect();
+        let nodes = old.iter().map(|&i| self.nodes[i as usize]).collect();
+        Ok((NavGraph::new(nodes, edges, costs)?, old))
+    }
+}
+
 /// The connected components of a graph.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Components {

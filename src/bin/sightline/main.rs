@@ -71,6 +71,10 @@ struct NavArgs {
     /// Do not search for openings narrower than the grid (doorways between grid lines).
     #[arg(long)]
     no_passages: bool,
+    /// Keep only the largest connected component (the rest is reported, then dropped): no
+    /// nodes on roofs or in closed rooms nobody can reach.
+    #[arg(long)]
+    largest_only: bool,
     /// Cost multiplier of stairs edges.
     #[arg(long, default_value_t = 1.5)]
     stairs_cost: f32,
@@ -105,7 +109,14 @@ impl NavArgs {
         } else {
             nav_cmd::Source::Generate(&params)
         };
-        nav_cmd::graph(engine, scene, source, &self.costs())
+        let g = nav_cmd::graph(engine, scene, source, &self.costs())?;
+        if !self.largest_only {
+            return Ok(g);
+        }
+        let label = g.components().label;
+        let (kept, _) = g.subgraph(|i| label[i as usize] == 0, &self.costs())?;
+        eprintln!("--largest-only: kept {} of {} nodes", kept.len(), g.len());
+        Ok(kept)
     }
 }
 

@@ -91,9 +91,12 @@ pub fn describe(g: &NavGraph) -> String {
     if c.sizes.len() > 1 {
         let rest: u32 = c.sizes[1..].iter().sum();
         let singles = c.sizes.iter().filter(|&&n| n == 1).count();
+        let over = above_largest(g, &c.label);
         let _ = writeln!(
             s,
-            "the rest: {rest} nodes in {} components ({singles} single nodes); the biggest of them:",
+            "the rest: {rest} nodes in {} components ({singles} single nodes); {over} of them lie \
+             over the largest network (roofs, tops of ceilings and walls with no way up); the \
+             biggest of them:",
             c.sizes.len() - 1
         );
         for k in 1..c.sizes.len().min(11) {
@@ -119,6 +122,37 @@ pub fn describe(g: &NavGraph) -> String {
         }
     }
     s
+}
+
+/// Nodes outside the largest component with one of its nodes within 1.5 m horizontally and
+/// more than a metre below.
+fn above_largest(g: &NavGraph, label: &[u32]) -> usize {
+    let key = |p: Vec3| ((p.x / 1.5).floor() as i64, (p.z / 1.5).floor() as i64);
+    let mut main: std::collections::HashMap<(i64, i64), Vec<Vec3>> = Default::default();
+    for (p, &l) in g.nodes().iter().zip(label) {
+        if l == 0 {
+            main.entry(key(*p)).or_default().push(*p);
+        }
+    }
+    g.nodes()
+        .iter()
+        .zip(label)
+        .filter(|(p, &l)| {
+            let (kx, kz) = key(**p);
+            l != 0
+                && (-1..=1).any(|dx| {
+                    (-1..=1).any(|dz| {
+                        main.get(&(kx + dx, kz + dz)).is_some_and(|v| {
+                            v.iter().any(|q| {
+                                (q.x - p.x).abs() < 1.5
+                                    && (q.z - p.z).abs() < 1.5
+                                    && q.y < p.y - 1.0
+                            })
+                        })
+                    })
+                })
+        })
+        .count()
 }
 
 /// Nodes and edges top-down over the scene, coloured by height (blue low, red high; an edge
