@@ -41,7 +41,8 @@ struct HitRecord {
     t: f32,
     triangle: u32,
     material: u32,
-    _pad0: u32,
+    // 1 when the ray met the triangle's back (its winding normal points along the ray).
+    back: u32,
     _pad1: u32,
 }
 
@@ -170,11 +171,13 @@ fn hit_record(r: RayPrep, tri: Triangle, t: f32) -> HitRecord {
     var n = cross(tri.v1 - tri.v0, tri.v2 - tri.v0);
     let len2 = dot(n, n);
     n = select(vec3<f32>(0.0), n * inverseSqrt(len2), len2 > 0.0);
-    if dot(n, r.dir) > 0.0 {
+    let back = dot(n, r.dir) > 0.0;
+    if back {
         n = -n;
     }
     var h: HitRecord;
     h.normal = n;
+    h.back = select(0u, 1u, back);
     h.t = t;
     h.triangle = tri.id;
     h.material = tri.material;

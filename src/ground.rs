@@ -93,8 +93,9 @@ pub const MAX_LAYERS: u32 = 64;
 /// vertical) under each cell centre of a `width x height` grid, found by peeling: a downward
 /// closest-hit ray from above the scene, then again from 1 cm under each hit, against every
 /// flagged triangle, up to `max_layers` surfaces per cell (1..=[`MAX_LAYERS`]). The underside
-/// of a slab is found too (a ray leaving a closed solid hits its far face); callers that need
-/// head room test it themselves. Under a walkable surface that does not block fire (water), the
+/// of a slab, met from inside the slab, is not a floor: a surface counts only when the ray
+/// meets its front (its counter-clockwise winding normal points up, as Recast also requires of
+/// walkable triangles); callers that need head room test it themselves. Under a walkable surface that does not block fire (water), the
 /// first fire-blocking surface (its bed) is not a floor of its own: the water's surface is.
 #[allow(clippy::too_many_arguments)]
 pub fn floors(
@@ -152,7 +153,13 @@ pub fn floors(
                 let solid = f.intersects(MaterialFlags::BLOCKS_FIRE);
                 // The first solid surface under water is its bed: one stands in the water,
                 // on the water's surface node, not on the bed as a second floor.
-                if f.contains(MaterialFlags::WALKABLE) && h.normal.y >= min_normal_y && !wet {
+                // Met from the back, a surface faces down: the floor of a solid seen from
+                // inside it, or a ceiling. Not something to stand on.
+                if f.contains(MaterialFlags::WALKABLE)
+                    && h.normal.y >= min_normal_y
+                    && !wet
+                    && !h.back
+                {
                     found.push((i, y, h.material));
                 }
                 let water = f.contains(MaterialFlags::WALKABLE) && !solid;
@@ -168,6 +175,38 @@ pub fn floors(
         out.cell.push(i);
         out.height.push(y);
         out.material.push(m);
+    }
+    Ok(out)
+}
+
+/// Whether each point lies outside every closed solid: of four horizontal rays at `height` above
+/// it (along +x, -x, +z, -z, `reach` metres long), at least one escapes or meets a surface from
+/// its front. A solid wider than `reach` both ways along x or z is not recognised from inside. Inside a closed solid (a crate resting on a floor, whose bottom
+/// coincides with the floor under it) all four meet the solid's sides from the back; in a room,
+/// even one walled with single-sided inward-facing polygons, they meet walls from the front.
+/// Traced against what blocks fire or is walkable (foliage is not a solid one stands in).
+pub fn outside_solids(
+    engine: &Engine,
+    scene: &Scene,
+    points: &[Vec3],
+    height: f32,
+    reach: f32,
+) -> Result<Vec<bool>> {
+    let mask = Mask(MaterialFlags::BLOCKS_FIRE.union(MaterialFlags::WALKABLE));
+    let mut out = Vec::with_capacity(points.len());
+    for chunk in points.chunks(FLOOR_BATCH / 4) {
+        let rays: Vec<Ray> = chunk
+            .iter()
+            .flat_map(|&p| {
+                [Vec3::X, Vec3::NEG_X, Vec3::Z, Vec3::NEG_Z]
+                    .map(|d| Ray::new(p + Vec3::Y * height, d, reach))
+            })
+            .collect();
+        let hits = engine.closest_hit(scene, &rays, mask)?;
+        out.extend(
+            hits.chunks(4)
+                .map(|h| h.iter().any(|h| h.is_none_or(|h| !h.back))),
+        );
     }
     Ok(out)
 }

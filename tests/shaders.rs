@@ -149,6 +149,7 @@ fn wgsl_structs_match_their_rust_twins() {
             ("t", offset_of!(HitRecord, t)),
             ("triangle", offset_of!(HitRecord, triangle)),
             ("material", offset_of!(HitRecord, material)),
+            ("back", offset_of!(HitRecord, back)),
         ],
     );
     check(

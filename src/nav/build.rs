@@ -7,7 +7,7 @@ use super::{CostParams, Edge, NavGraph, NavParams, MAX_EDGES, MAX_NODES};
 use crate::scene::Scene;
 use crate::tables::EdgeKinds;
 use crate::{Engine, Error, Result};
-use glam::{Vec2, Vec3};
+use glam::{IVec2, Vec2, Vec3};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// What [`generate`] and [`connect`] did: counts a person checks a graph by.
@@ -75,6 +75,8 @@ impl NavParams {
 ///    between the two nodes through the two regions is string-pulled into straight pieces whose
 ///    corners become nodes; pieces that still fail are split at their middle (three rounds), so
 ///    a doorway at an angle to the grid or a stair between grid lines is walked piece by piece.
+///    Corner nodes left at a dead end are linked to every node within the link radius whose
+///    walk passes.
 pub fn generate(
     engine: &Engine,
     scene: &Scene,
@@ -95,6 +97,14 @@ pub fn generate(
             agent: params.sample.agent,
         },
     )?;
+    if fine.len() == 0 {
+        return Err(Error::InvalidInput(format!(
+            "the scene has no walkable place where the agent fits ({} walkable surfaces, {} \
+             without room): check that its materials are walkable (MaterialRules), that the \
+             mesh is Y-up (--z-up converts a Z-up file) and in metres",
+            fine.floors, fine.no_room
+        )));
+    }
     let mut report = NavReport {
         grid: (fine.width / fine.per, fine.height / fine.per),
         floors: fine.floors,
@@ -206,7 +216,7 @@ pub fn generate(
             &mut nodes,
             &mut edges,
             &failed,
-            &wp,
+            params,
             &mut report,
         )?;
     }
@@ -271,9 +281,10 @@ fn passages(
     nodes: &mut Vec<Vec3>,
     edges: &mut Vec<Edge>,
     failed: &[(u32, u32)],
-    wp: &WalkParams,
+    params: &NavParams,
     report: &mut NavReport,
 ) -> Result<()> {
+    let wp = &params.walk_params();
     report.blocked_probed = failed.len();
     // Pieces to walk: fine paths between two fine points (their ends become nodes).
     let mut pieces: Vec<Vec<u32>> = Vec::new();
@@ -329,19 +340,96 @@ fn passages(
                     next.push(piece[..=mid].to_vec());
                     next.push(piece[mid..].to_vec());
                 }
-                Walk::Fail { .. } => {}
+                Walk::Fail { .. } => {
+                    // One diagonal fine step (the body's sides sweep wide of it, into a door
+                    // jamb): walk it as its two straight steps, through the place beside both.
+                    if let Some(q) = beside(fine, piece[0], piece[1]) {
+                        next.push(vec![piece[0], q]);
+                        next.push(vec![q, piece[1]]);
+                    }
+                }
             }
         }
         pieces = next;
     }
     // Grid edges may repeat a passage edge (two grid nodes joined by a one-piece path).
-    let have: FxHashSet<(u32, u32)> = edges.iter().map(|e| (e.a, e.b)).collect();
-    if have.len() != edges.len() {
-        let mut seen = FxHashSet::default();
-        edges.retain(|e| seen.insert((e.a, e.b)));
-    }
+    let mut have: FxHashSet<(u32, u32)> = FxHashSet::default();
+    edges.retain(|e| have.insert((e.a, e.b)));
     report.passages = new_edges.len();
+    link_dead_ends(
+        engine,
+        scene,
+        nodes,
+        edges,
+        &mut have,
+        point_of_node.len(),
+        params,
+        report,
+    )
+}
+
+/// Passage nodes left with one edge or none (a last piece too short to split failed, say
+/// against the side of a stair flight) are linked to every node within the link radius whose
+/// walk passes.
+#[allow(clippy::too_many_arguments)]
+fn link_dead_ends(
+    engine: &Engine,
+    scene: &Scene,
+    nodes: &[Vec3],
+    edges: &mut Vec<Edge>,
+    have: &mut FxHashSet<(u32, u32)>,
+    first_passage: usize,
+    params: &NavParams,
+    report: &mut NavReport,
+) -> Result<()> {
+    let mut degree = vec![0u32; nodes.len()];
+    for e in edges.iter() {
+        degree[e.a as usize] += 1;
+        degree[e.b as usize] += 1;
+    }
+    let r = params.link_radius;
+    let all = Buckets::new(nodes, r);
+    let mut pairs = Vec::new();
+    for u in first_passage as u32..nodes.len() as u32 {
+        if degree[u as usize] > 1 {
+            continue;
+        }
+        let a = nodes[u as usize];
+        all.near(a, r, |v| {
+            let b = nodes[v as usize];
+            let run = Vec2::new(b.x - a.x, b.z - a.z).length();
+            let key = (u.min(v), u.max(v));
+            if v != u && run <= r && (b.y - a.y).abs() <= params.reach(run) && !have.contains(&key)
+            {
+                pairs.push(key);
+            }
+        });
+    }
+    pairs.sort_unstable();
+    pairs.dedup();
+    check_count(pairs.len(), "candidate edges")?;
+    let verdicts = walk_pairs(engine, scene, nodes, &pairs, &params.walk_params(), report)?;
+    for (&(a, b), w) in pairs.iter().zip(&verdicts) {
+        if let Walk::Pass { kinds, length, .. } = *w {
+            have.insert((a, b));
+            edges.push(edge(a, b, kinds, length));
+        }
+    }
     Ok(())
+}
+
+/// For fine points `a` and `b` in diagonal columns, a point in one of the two columns beside
+/// both that is linked to both.
+fn beside(fine: &Fine, a: u32, b: u32) -> Option<u32> {
+    let (ca, cb) = (fine.column_of(a), fine.column_of(b));
+    let d = cb - ca;
+    if d.x.abs() != 1 || d.y.abs() != 1 {
+        return None;
+    }
+    [IVec2::new(cb.x, ca.y), IVec2::new(ca.x, cb.y)]
+        .into_iter()
+        .flat_map(|c| fine.points_in(c))
+        .find(|&q| fine.links(q).contains(&a) && fine.links(q).contains(&b))
 }
 
 /// The cheapest linked path from fine point `a` to `b` through points `allowed`: each step

@@ -4,11 +4,12 @@
 //! Fine columns are `spacing / fine` metres apart (0.25 m by default), aligned with the node
 //! grid so each node cell holds `fine x fine` of them. Under each column every walkable floor is
 //! found by peeling ([`crate::ground::floors`]) and kept where a crouching body fits
-//! ([`crate::agent::fitting_postures`], and its diameters on the two diagonals) and stands on
+//! ([`crate::agent::fitting_postures`], and its rim from knee to crouching head) and stands on
 //! ground all round: something (ground, a step, the foot of a wall) lies within a step height
 //! up or down at one radius to either side along x and z, so the top of a wall, the edge of a
 //! roof or the side of a stair flight over a drop is not a place (Recast erodes its walkable
-//! area by the agent's radius the same way). Two fine points in neighbouring columns (eight
+//! area by the agent's radius the same way), and is not inside a closed solid
+//! ([`crate::ground::outside_solids`]: a crate resting on the floor hides a floor under it). Two fine points in neighbouring columns (eight
 //! neighbours) are *linked* when their heights differ by at most a step (plus what the slope
 //! allows over the gap) and a segment at the knee and one at the crouching head between them
 //! are clear of fire-blocking geometry. Links are a cheap map of the walkable space; every nav
@@ -103,8 +104,24 @@ impl Fine {
             .filter(|(_, f)| f.is_some_and(|f| f >= Posture::Crouching))
             .map(|(g, _)| *g)
             .collect();
-        let mut supported = supported(engine, scene, &room, p)?.into_iter();
-        rays += 8 * room.len() as u64;
+        let stands = supported(engine, scene, &room, p)?;
+        let standing: Vec<Vec3> = room
+            .iter()
+            .zip(&stands)
+            .filter(|(_, s)| **s)
+            .map(|(g, _)| *g)
+            .collect();
+        let mut outside = crate::ground::outside_solids(
+            engine,
+            scene,
+            &standing,
+            p.step_height + 0.05,
+            4.0 * p.spacing,
+        )?
+        .into_iter();
+        rays += 4 * standing.len() as u64;
+        let mut supported = stands.into_iter().map(|s| s && outside.next().unwrap());
+        rays += 20 * room.len() as u64;
         let mut fine = Fine {
             step,
             origin,
@@ -264,17 +281,23 @@ impl Fine {
     }
 }
 
-/// Whether each point has ground all round and room on the diagonals (see the module docs):
-/// four short downward rays at one radius along x and z, and the two diagonal diameters of the
-/// body at the knee and the crouching head (the agent's clearance test covers x and z only, and
-/// a door jamb's corner can stand inside the body on a diagonal).
+/// Whether each point has ground all round and room all round the body (see the module docs):
+/// four short downward rays at one radius along x and z; eight vertical segments on the body's
+/// rim (every 45 degrees) from the knee to the crouching head, which cut a table top beside the
+/// body; and eight horizontal segments from the axis out to the rim at waist height, which cut
+/// a door jamb's corner on a diagonal (the agent's clearance test covers the axis and two
+/// diameters at head height).
 fn supported(engine: &Engine, scene: &Scene, points: &[Vec3], p: &FineParams) -> Result<Vec<bool>> {
     let r = p.agent.radius;
     let all = crate::Mask(crate::MaterialFlags::BLOCKS_FIRE.union(crate::MaterialFlags::WALKABLE));
     let (knee, head) = (p.step_height + 0.05, p.agent.head_heights[1] - 0.05);
-    let d = std::f32::consts::FRAC_1_SQRT_2 * r;
+    let waist = 0.5 * (knee + head);
+    let rim: [Vec3; 8] = std::array::from_fn(|k| {
+        let a = k as f32 * std::f32::consts::FRAC_PI_4;
+        Vec3::new(a.cos(), 0.0, a.sin()) * r
+    });
     let mut out = Vec::with_capacity(points.len());
-    for chunk in points.chunks(1 << 18) {
+    for chunk in points.chunks(1 << 17) {
         let rays: Vec<crate::Ray> = chunk
             .iter()
             .flat_map(|&g| {
@@ -291,16 +314,15 @@ fn supported(engine: &Engine, scene: &Scene, points: &[Vec3], p: &FineParams) ->
         let segs: Vec<Segment> = chunk
             .iter()
             .flat_map(|&g| {
-                [(knee, 1.0), (knee, -1.0), (head, 1.0), (head, -1.0)].map(|(h, s)| {
-                    let o = Vec3::new(d, 0.0, s * d);
-                    Segment::new(g + Vec3::Y * h - o, g + Vec3::Y * h + o)
-                })
+                let up = rim.map(|o| Segment::new(g + o + Vec3::Y * knee, g + o + Vec3::Y * head));
+                let out = rim.map(|o| Segment::new(g + Vec3::Y * waist, g + o + Vec3::Y * waist));
+                up.into_iter().chain(out)
             })
             .collect();
         let blocked = engine.occluded(scene, &segs, crate::Mask::FIRE)?;
         out.extend((0..chunk.len()).map(|k| {
             hits[4 * k..4 * k + 4].iter().all(Option::is_some)
-                && (0..4).all(|i| !blocked.get(4 * k + i))
+                && (0..16).all(|i| !blocked.get(16 * k + i))
         }));
     }
     Ok(out)

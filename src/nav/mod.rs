@@ -113,12 +113,12 @@ impl NavParams {
                 crate::ground::MAX_LAYERS
             )));
         }
+        positive(self.sample.spacing, "spacing", "default 2")?;
         positive(self.step_height, "step height", "default 0.3")?;
         positive(self.sample_step, "sample step", "default 0.25")?;
         positive(self.probe_up, "probe height", "default 1.2")?;
         positive(self.link_radius, "link radius", "default 1.5 x spacing")?;
         let s = self.sample.spacing;
-        positive(s, "spacing", "default 2")?;
         if self.sample_step < 0.01 || !(1..=64).contains(&self.fine) {
             return Err(Error::InvalidInput(format!(
                 "nav graph sample step {} must be at least 0.01 m and fine {} in 1..=64 (default 8)",

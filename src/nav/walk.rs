@@ -5,16 +5,17 @@
 //! in x/z. At each sample a downward closest-hit ray, from `probe_up` above the straight line
 //! between the two heights, finds the ground. The walk passes when:
 //!
-//! 1. **Ground** under every sample is walkable, within `max_slope` of level, and no more than
+//! 1. **Ground** under every sample is walkable, met from its front (not the floor of a solid
+//!    seen from inside it), within `max_slope` of level, and no more than
 //!    `step_height` above or below the previous sample's (stairs are climbed one riser at a
 //!    time; a cliff, a hole or a window sill is not); an anchored walk also starts and ends on
 //!    the heights of `a` and `b` (not on another floor).
 //! 2. **The body fits** along the way, traced against fire-blocking geometry (walls, glass,
 //!    vehicles; foliage does not stop a body): at every sample a vertical segment from `foot`
 //!    to just under the crouching head and on to just under the standing head, and between
-//!    samples the swept cylinder: segments following the ground at the knee (just above a step),
-//!    the waist and the crouching head, and at the standing head, each on the axis and one
-//!    radius to either side.
+//!    samples the swept cylinder: segments following the ground at four heights from the knee
+//!    (just above a step) to the crouching head, and at the standing head, each on the axis and
+//!    one radius to either side.
 //!
 //! Where only the crouching body fits, the walk passes as [`EdgeKinds::CROUCH`]. It is
 //! [`EdgeKinds::WATER`] when any sample stands on a walkable surface that stops nothing (water),
@@ -75,12 +76,13 @@ impl WalkParams {
         let d = Vec3::new(s.b.x - s.a.x, 0.0, s.b.z - s.a.z).length();
         ((d / self.sample_step).ceil() as usize).max(1)
     }
-    /// Knee, waist and crouching-head heights of the sweeps, then the standing head.
-    fn heights(&self) -> ([f32; 3], f32) {
+    /// Heights of the crouching body's sweeps, evenly from the knee to the crouching head,
+    /// then the standing head.
+    fn heights(&self) -> ([f32; 4], f32) {
         let knee = self.step_height + 0.05;
         let crouch = self.agent.head_heights[1] - 0.05;
         (
-            [knee, 0.5 * (knee + crouch), crouch],
+            std::array::from_fn(|k| knee + (crouch - knee) * k as f32 / 3.0),
             self.agent.head_heights[2] - 0.05,
         )
     }
@@ -97,11 +99,11 @@ pub(crate) fn walk(
     let mut rays = 0u64;
     let mut start = 0;
     while start < strolls.len() {
-        // As many walks as fit the ray budget (each costs about 15 rays per sample).
+        // As many walks as fit the ray budget (each costs about 18 rays per sample).
         let mut end = start;
         let mut budget = 0;
         while end < strolls.len() && (end == start || budget < RAYS_PER_CALL) {
-            budget += 15 * (p.intervals(&strolls[end]) + 1);
+            budget += 18 * (p.intervals(&strolls[end]) + 1);
             end += 1;
         }
         rays += walk_chunk(engine, scene, &strolls[start..end], p, &mut out)?;
@@ -155,7 +157,7 @@ fn walk_chunk(
                 break;
             };
             let flags = scene.materials()[h.material as usize].flags;
-            if !flags.contains(MaterialFlags::WALKABLE) || h.normal.y < min_ny {
+            if !flags.contains(MaterialFlags::WALKABLE) || h.normal.y < min_ny || h.back {
                 fail = Some(t);
                 break;
             }
@@ -207,7 +209,7 @@ fn walk_chunk(
     }
     // Stage 2: the body along every walk whose ground holds.
     let (sweep, stand) = p.heights();
-    let crouch_top = sweep[2];
+    let crouch_top = sweep[3];
     let mut segs = Vec::new();
     let mut spans = Vec::new();
     let mut g = 0;

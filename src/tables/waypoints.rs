@@ -58,8 +58,8 @@ pub struct FloorSample {
     pub height: usize,
     /// Walkable, standable surfaces found (before the head-room test).
     pub floors: usize,
-    /// Of those, surfaces where not even a crouching body fits (undersides of slabs, crawl
-    /// spaces, spots against a wall).
+    /// Of those, surfaces where not even a crouching body fits (crawl spaces, spots against a
+    /// wall, floors inside closed solids).
     pub no_room: usize,
     /// Cells with more surfaces than `max_layers`: lower floors there were not searched.
     pub truncated_cells: usize,
@@ -77,7 +77,8 @@ pub const MAX_WAYPOINTS: usize = 1 << 25;
 /// ([`crate::ground::floors`]: walkable material, normal within `max_slope` of vertical; the
 /// bed under water is not a floor of its own); a surface keeps a waypoint where the agent's
 /// body fits on it, crouching at least ([`crate::agent::clearance_segments`], traced against
-/// fire-blocking geometry). So roofs, upper storeys, the floors under them and a creek bed
+/// fire-blocking geometry) outside every closed solid ([`crate::ground::outside_solids`]).
+/// So roofs, upper storeys, the floors under them and a creek bed
 /// under a bridge all get waypoints (and the ground under a tree's foliage, which blocks sight
 /// but not movement); the inside of a slab, a spot against a wall, a car (metal is not
 /// walkable) or a steep rock face do not. Cell `(c, r)` has its centre at `lo.xz + (c + 0.5, r + 0.5) * spacing`; waypoints
@@ -142,7 +143,24 @@ pub fn sample_floors(engine: &Engine, scene: &Scene, p: &SampleParams) -> Result
             Vec3::new(c.x, y, c.y)
         })
         .collect();
-    let fits = crate::agent::fitting_postures(engine, scene, &p.agent, &ground, 0.1)?;
+    let mut fits = crate::agent::fitting_postures(engine, scene, &p.agent, &ground, 0.1)?;
+    // Not inside a closed solid (a crate resting on the floor hides the floor under it).
+    let room: Vec<usize> = (0..ground.len())
+        .filter(|&k| fits[k].is_some_and(|f| f >= Posture::Crouching))
+        .collect();
+    let pts: Vec<Vec3> = room.iter().map(|&k| ground[k]).collect();
+    let knee = 0.35f32.min(p.agent.head_heights[0]);
+    for (&k, outside) in room.iter().zip(crate::ground::outside_solids(
+        engine,
+        scene,
+        &pts,
+        knee,
+        4.0 * spacing,
+    )?) {
+        if !outside {
+            fits[k] = None;
+        }
+    }
     let mut out = FloorSample {
         origin,
         width,

@@ -275,7 +275,8 @@ pub fn closest(tier: &Tier, r: &RayPrep, t_max: f32, mask: u32, best: &mut HitRe
 fn hit_record(r: &RayPrep, tri: &GpuTriangle, t: f32) -> HitRecord {
     let [a, b, c] = tri.vertices();
     let mut n = (b - a).cross(c - a).normalize_or_zero();
-    if n.dot(r.dir.into()) > 0.0 {
+    let back = n.dot(r.dir.into()) > 0.0;
+    if back {
         n = -n;
     }
     HitRecord {
@@ -283,7 +284,8 @@ fn hit_record(r: &RayPrep, tri: &GpuTriangle, t: f32) -> HitRecord {
         t,
         triangle: tri.id,
         material: tri.material,
-        _pad: [0; 2],
+        back: u32::from(back),
+        _pad: 0,
     }
 }
 

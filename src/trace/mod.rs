@@ -39,7 +39,11 @@ pub struct HitRecord {
     pub t: f32,
     pub triangle: u32,
     pub material: u32,
-    pub _pad: [u32; 2],
+    /// 1 when the ray met the triangle's back: its winding normal (counter-clockwise
+    /// vertices) points along the ray. A downward ray leaving a closed solid meets its floor
+    /// from the back.
+    pub back: u32,
+    pub _pad: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<Segment>() == 32);
@@ -55,7 +59,8 @@ impl HitRecord {
         t: f32::INFINITY,
         triangle: NO_HIT,
         material: 0,
-        _pad: [0; 2],
+        back: 0,
+        _pad: 0,
     };
 }
 
@@ -70,6 +75,8 @@ pub struct Hit {
     pub normal: Vec3,
     /// Index into the scene's material table.
     pub material: u32,
+    /// The ray met the triangle's back (see [`HitRecord::back`]).
+    pub back: bool,
 }
 
 impl Segment {
@@ -124,6 +131,7 @@ impl HitRecord {
             triangle: self.triangle,
             normal: self.normal.into(),
             material: self.material,
+            back: self.back != 0,
         })
     }
 }
