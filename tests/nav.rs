@@ -244,7 +244,7 @@ fn summary(name: &str, g: &NavGraph, r: &NavReport) -> String {
     let c = g.components();
     format!(
         "{name}: {} nodes ({} grid, {} passage), {} edges ({} stairs, {} water, {} crouch), \
-         {} components (largest {:.1} %, sizes {:?}), {} walks, {} blocked probed, {} rays, \
+         {} components (largest {:.1} %, sizes {:?}), {} walks, {} failed straight walks, {} rays, \
          {:.2} s",
         g.len(),
         r.grid_nodes,
@@ -257,7 +257,7 @@ fn summary(name: &str, g: &NavGraph, r: &NavReport) -> String {
         100.0 * c.largest_share(),
         &c.sizes[..c.sizes.len().min(12)],
         r.walks,
-        r.blocked_probed,
+        r.failed_walks,
         r.rays,
         r.seconds
     )

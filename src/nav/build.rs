@@ -24,17 +24,17 @@ pub struct NavReport {
     /// Small walkable spots (fewer than four fine places, no way out of their cell) left
     /// without a node.
     pub dropped_spots: usize,
-    /// Nodes of the cells' regions, and corner nodes added by the passage search.
+    /// Nodes of the cells' regions, and corner nodes added by the passages.
     pub grid_nodes: usize,
     pub passage_nodes: usize,
     /// Walks tested between nodes, and of those passed (the edges).
     pub walks: usize,
     pub edges: usize,
-    /// Straight walks between neighbouring regions that failed and were string-pulled; pieces
-    /// walked; passage edges made.
-    pub blocked_probed: usize,
-    pub probes: usize,
-    pub passages: usize,
+    /// Straight walks between neighbouring regions that failed and were string-pulled; the
+    /// pieces walked; the passage edges made of them.
+    pub failed_walks: usize,
+    pub pieces: usize,
+    pub passage_edges: usize,
     /// Edges by kind: stairs, water, crouch.
     pub stairs_edges: usize,
     pub water_edges: usize,
@@ -285,7 +285,7 @@ fn passages(
     report: &mut NavReport,
 ) -> Result<()> {
     let wp = &params.walk_params();
-    report.blocked_probed = failed.len();
+    report.failed_walks = failed.len();
     // Pieces to walk: fine paths between two fine points (their ends become nodes).
     let mut pieces: Vec<Vec<u32>> = Vec::new();
     for &(a, b) in failed {
@@ -297,18 +297,16 @@ fn passages(
         };
         // Greedy string pulling: from each corner, the farthest path point in straight line.
         let mut i = 0;
-        let mut corners = vec![path[0]];
         while i + 1 < path.len() {
             let j = (i + 1..path.len())
                 .rev()
                 .find(|&j| j == i + 1 || fine.straight(path[i], path[j], allowed))
                 .unwrap();
             pieces.push(path[i..=j].to_vec());
-            corners.push(path[j]);
             i = j;
         }
     }
-    report.probes = pieces.len();
+    report.pieces = pieces.len();
     let mut new_edges: FxHashSet<(u32, u32)> = FxHashSet::default();
     for _round in 0..=SPLIT_ROUNDS {
         if pieces.is_empty() {
@@ -355,7 +353,7 @@ fn passages(
     // Grid edges may repeat a passage edge (two grid nodes joined by a one-piece path).
     let mut have: FxHashSet<(u32, u32)> = FxHashSet::default();
     edges.retain(|e| have.insert((e.a, e.b)));
-    report.passages = new_edges.len();
+    report.passage_edges = new_edges.len();
     link_dead_ends(
         engine,
         scene,

@@ -42,11 +42,13 @@ fn describe_build(r: &NavReport) -> String {
     if r.grid.0 > 0 {
         let _ = writeln!(
             s,
-            "grid {} x {}: {} walkable surfaces, {} without room for a crouching body{}",
+            "grid {} x {}: {} walkable places on the fine grid, {} without room for the body or \
+             ground all round; {} small spots without a way out left without a node{}",
             r.grid.0,
             r.grid.1,
             r.floors,
             r.no_room,
+            r.dropped_spots,
             if r.truncated_cells > 0 {
                 format!(
                     "; {} cells had more surfaces than searched (raise max layers)",
@@ -59,12 +61,12 @@ fn describe_build(r: &NavReport) -> String {
     }
     let _ = writeln!(
         s,
-        "{} grid nodes + {} passage nodes ({} openings from {} blocked walks, {} probes); {} walks tested, {} edges ({} stairs, {} water, {} crouch); {} rays in {:.2} s ({:.2} M rays/s)",
+        "{} region nodes + {} passage corner nodes ({} passage edges, string-pulled from {} failed straight walks in {} pieces); {} walks tested, {} edges ({} stairs, {} water, {} crouch); {} rays in {:.2} s ({:.2} M rays/s)",
         r.grid_nodes,
         r.passage_nodes,
-        r.passages,
-        r.blocked_probed,
-        r.probes,
+        r.passage_edges,
+        r.failed_walks,
+        r.pieces,
         r.walks,
         r.edges,
         r.stairs_edges,
