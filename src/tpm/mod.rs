@@ -117,6 +117,8 @@ pub struct TpmSet {
     neighbours: Vec<u32>,
     weights: Vec<f32>,
     weight_sum: Vec<f32>,
+    /// One bit per value: the accrual was undone for it in this step (cleared after).
+    undone: Vec<u64>,
 }
 
 /// Values per parallel task of an update.
@@ -157,6 +159,7 @@ impl TpmSet {
             neighbours,
             weights,
             weight_sum,
+            undone: vec![0; (nodes * count).div_ceil(64)],
         })
     }
 
@@ -254,6 +257,20 @@ impl TpmSet {
         let graph = (&self.offsets[..], &self.neighbours[..], &self.weights[..]);
         let prior = pr.prior * (1.0 - keep);
         let update = |first: usize, out: &mut [f32]| {
+            if k == 1 {
+                // One map: the same arithmetic as the row kernel, summed in a register.
+                let (offsets, neighbours, weights) = graph;
+                for (r, o) in out.iter_mut().enumerate() {
+                    let i = first + r;
+                    let mut acc = keep * (1.0 - lambda * weight_sum[i]) * p[i];
+                    let (a, b) = (offsets[i] as usize, offsets[i + 1] as usize);
+                    for (&j, &w) in neighbours[a..b].iter().zip(&weights[a..b]) {
+                        acc += keep * lambda * w * p[j as usize];
+                    }
+                    *o = acc + prior;
+                }
+                return;
+            }
             for (r, o) in out.chunks_exact_mut(k).enumerate() {
                 let i = first + r;
                 diffuse(o, p, k, 0..k, i, graph, weight_sum[i], lambda, keep);
@@ -270,16 +287,29 @@ impl TpmSet {
                 .enumerate()
                 .for_each(|(c, out)| update(c * rows, out));
         }
-        // Observed values: the diffused value without accrual, then every decay.
+        // Observed values: the diffused value without accrual (the accrual undone, or, where it
+        // all but replaced the value, diffused again), then every decay.
         for o in observations {
-            let (i, t) = (o.node as usize, o.tpm as usize);
-            let mut d = [0.0f32];
-            diffuse(&mut d, p, k, t..t + 1, i, graph, weight_sum[i], lambda, 1.0);
-            self.next[i * k + t] = d[0];
+            let e = o.node as usize * k + o.tpm as usize;
+            if keep >= 0.5 {
+                if self.undone[e / 64] >> (e % 64) & 1 == 0 {
+                    self.undone[e / 64] |= 1 << (e % 64);
+                    self.next[e] = (self.next[e] - prior) / keep;
+                }
+            } else {
+                let (i, t) = (o.node as usize, o.tpm as usize);
+                let mut d = [0.0f32];
+                diffuse(&mut d, p, k, t..t + 1, i, graph, weight_sum[i], lambda, 1.0);
+                self.next[e] = d[0];
+            }
         }
         for o in observations {
             let v = &mut self.next[o.node as usize * k + o.tpm as usize];
             *v = (*v * (-o.rate * dt).exp()).max(pr.floor);
+        }
+        for o in observations {
+            let e = o.node as usize * k + o.tpm as usize;
+            self.undone[e / 64] = 0;
         }
         std::mem::swap(&mut self.p, &mut self.next);
         Ok(())
