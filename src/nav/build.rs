@@ -502,15 +502,18 @@ pub fn connect(
         });
         check_count(pairs.len(), "candidate edges")?;
     }
-    let strolls: Vec<Stroll> = pairs
-        .iter()
-        .map(|&(u, v)| Stroll {
-            a: nodes[u as usize],
-            b: nodes[v as usize],
-            anchored: true,
-        })
-        .collect();
-    let (verdicts, rays) = walk(engine, scene, &strolls, &params.walk_params())?;
+    let mut report = NavReport {
+        grid_nodes: nodes.len(),
+        ..NavReport::default()
+    };
+    let verdicts = walk_pairs(
+        engine,
+        scene,
+        &nodes,
+        &pairs,
+        &params.walk_params(),
+        &mut report,
+    )?;
     let edges: Vec<Edge> = pairs
         .iter()
         .zip(&verdicts)
@@ -519,12 +522,6 @@ pub fn connect(
             Walk::Fail { .. } => None,
         })
         .collect();
-    let report = NavReport {
-        grid_nodes: nodes.len(),
-        walks: pairs.len(),
-        rays,
-        ..NavReport::default()
-    };
     finish(nodes, edges, costs, report, t)
 }
 
