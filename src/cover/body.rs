@@ -1,6 +1,6 @@
 //! The whole body at a spot: where it is sampled for exposure, and whether it fits there.
 //!
-//! Seed 000 tests three points per posture (the head centre and one radius to each side). That
+//! Darken, Morgan and Paull's sensor grid tests three points per posture (the head centre and one radius to each side). That
 //! calls a posture hidden when the head is behind a slab while the body below it is seen, and
 //! never looks at the body's depth toward the observer. Here a posture's body is the upright
 //! cylinder of the agent's radius from [`BodyParams::foot`] above the ground to the posture's

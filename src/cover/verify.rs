@@ -13,7 +13,7 @@ use glam::Vec3;
 /// Which check decided an answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Check {
-    /// Seed 000's three points per posture.
+    /// Darken, Morgan and Paull's three points per posture.
     Template,
     /// Clearance: the body does not fit at the spot in that posture.
     Clearance,

@@ -149,7 +149,7 @@ fn nearest(graph: &NavGraph, p: Vec3) -> u32 {
     }
 }
 
-/// Seed 003's Figure 2: the map over the scene, hot (red) where a threat is likely, cold
+/// Darken, McCue and Guerrero's Figure 2: the map over the scene, hot (red) where a threat is likely, cold
 /// (blue) where the team has looked; each member a white ring with its last gaze's field of
 /// view.
 #[allow(clippy::too_many_arguments)]

@@ -155,7 +155,7 @@ impl Kit {
             multiview_mask: None,
             cache: None,
         });
-        // Seed 003's stencil: 127 where the depth test passes, +1 where it fails.
+        // Darken, McCue and Guerrero's stencil: 127 where the depth test passes, +1 where it fails.
         let target = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
             label: Some("intervis target"),
             layout: Some(&target_layout),
