@@ -205,7 +205,7 @@ enum Command {
         /// sensor-grid method).
         #[arg(long)]
         waypoints: bool,
-        /// How to search: every 0.25 m cell walked around obstacles (dense), or the seed's
+        /// How to search: every 0.25 m cell walked around obstacles (dense), or Darken, Morgan and Paull's
         /// 51-sensor grid (sensor-grid). Both check the whole body and the intervis humanoid.
         #[arg(long, value_enum, default_value_t = MethodArg::Dense)]
         method: MethodArg,

@@ -39,7 +39,7 @@ pub struct SensorGridParams {
     pub stagger: bool,
     /// Check the chosen sensor's whole body ([`crate::cover::body`]) and then the intervis
     /// humanoid before answering; a candidate that fails gives way to the next nearest.
-    /// Off in [`SensorGridParams::darken2005`] (the seed's method as published), on in
+    /// Off in [`SensorGridParams::darken2005`] (Darken, Morgan and Paull's method as published), on in
     /// [`SensorGridParams::verified`].
     pub verify: bool,
     /// Steepest standable slope (radians).
@@ -178,7 +178,7 @@ pub struct CoverChoice {
     pub exposure: Option<Vec<f32>>,
     /// With `verify`: per observer, exposed pixels of the intervis humanoid (all 0).
     pub intervis_exposed: Option<Vec<u32>>,
-    /// The last check the choice passed: `Template` (the seed's), or `Intervis` with `verify`.
+    /// The last check the choice passed: `Template` (the published three points), or `Intervis` with `verify`.
     pub decided_by: Check,
 }
 

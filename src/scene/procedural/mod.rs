@@ -1,4 +1,4 @@
-//! Built-in procedural scenes: deterministic test levels modelled on the seed documents.
+//! Built-in procedural scenes: deterministic test levels modelled on the levels in the referenced documents.
 //!
 //! Conventions shared by every scene: +Y is up, units are metres, north is -Z and east is +X.
 //! A scene is a pure function of `(seed, detail)`: the seed moves hills, rock shapes and the
