@@ -14,6 +14,7 @@ pub mod bvh;
 pub mod cover;
 mod engine;
 mod error;
+pub mod fireteam;
 mod gpu;
 pub mod ground;
 pub mod intervis;

@@ -305,6 +305,16 @@ enum Command {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// A fireteam (or a squad of them) moves from one place to another: team path, staggered
+    /// look-ahead plans, destinations, visual search; run.json and pictures in --out.
+    Fireteam {
+        #[command(flatten)]
+        scene: SceneArgs,
+        #[command(flatten)]
+        nav: NavArgs,
+        #[command(flatten)]
+        args: fireteam_cmd::Args,
+    },
     /// Summarise and verify a table file.
     Inspect {
         file: PathBuf,
@@ -646,6 +656,21 @@ fn run(cli: Cli) -> AnyResult<()> {
             }
             Ok(())
         }
+        Command::Fireteam { scene, nav, args } => {
+            let s = load_scene(&scene)?;
+            let e = engine(scene.backend)?;
+            let table = args
+                .table()
+                .map(sightline::tables::TableFile::read_from)
+                .transpose()?;
+            let graph = match &table {
+                Some(t) => sightline::nav::NavGraph::from_table(t, &nav.costs())?
+                    .ok_or("the table holds no nav graph: recompute it with `sightline precompute`")
+                    .map_err(Into::into),
+                None => nav.graph(&e, &s),
+            };
+            fireteam_cmd::run(&e, &s, &scene.scene, scene.seed, graph, table, &args)
+        }
         Command::Tpm {
             scene,
             nav,
@@ -748,6 +773,7 @@ fn run(cli: Cli) -> AnyResult<()> {
 }
 
 mod cover_cmd;
+mod fireteam_cmd;
 mod nav_cmd;
 mod tables_cmd;
 mod tpm_cmd;

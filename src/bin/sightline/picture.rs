@@ -74,6 +74,7 @@ fn ring(img: &mut RgbImage, (cx, cy): (f32, f32), radius: f32, colour: Rgb<u8>) 
 }
 
 /// A top-down canvas over a square of the world, `px` pixels per metre.
+#[derive(Clone)]
 pub struct Canvas {
     pub img: RgbImage,
     origin: (f32, f32),

@@ -134,7 +134,7 @@ pub fn run(
 
 /// The node nearest to a member's place: by horizontal distance when `y` is NaN (an X,Z
 /// place), else in 3D.
-fn nearest(graph: &NavGraph, p: Vec3) -> u32 {
+pub fn nearest(graph: &NavGraph, p: Vec3) -> u32 {
     if p.y.is_nan() {
         let flat = |q: Vec3| (q.x - p.x).powi(2) + (q.z - p.z).powi(2);
         (0..graph.len() as u32)
