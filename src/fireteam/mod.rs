@@ -22,6 +22,8 @@ pub mod world;
 
 pub use dest::{assign, choose_destinations, set_score, DestParams};
 pub use eta::{Eta, Stop};
-pub use plan::{string_pull_cost, Plan, PlanParams, Planner, Task, Terms, Weights};
+pub use plan::{Plan, PlanParams, Planner, Route, Task, Terms, Weights};
 pub use sim::{Frame, MemberFrame, Order, Outcome, SimParams, SimReport, Simulation};
-pub use world::{string_pull_point, CoverParams, Path, PathSearch, World};
+pub use world::{
+    distances_from, nearest_nodes, string_pull_point, CoverParams, Path, PathSearch, World,
+};

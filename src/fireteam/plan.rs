@@ -49,7 +49,8 @@ pub struct PlanParams {
     pub come_together_range: f32,
     /// The distance-to-leader term reaches 1 here. Default 30 m.
     pub leader_range: f32,
-    /// A member farther than this from its leader plans a plain A* path to rejoin. Default 30 m.
+    /// A member farther than this from its leader walks a plain A* path to rejoin it (the whole
+    /// path, before it plans again). Default 30 m.
     pub catch_up_distance: f32,
     /// A member that has stood on one node this long while it is behind its leader on the
     /// path (a follower), or while nobody is straggling (the leader), or while its
@@ -57,6 +58,10 @@ pub struct PlanParams {
     /// plans a plain A* path (to its leader, along the team path, or to its destination).
     /// Default 6 s.
     pub stall_seconds: f32,
+    /// A member whose progress (its `StringPullCost`) has not improved by a metre for this
+    /// long is held back too, even while it moves: the greedy plans are circling (a creek bed
+    /// whose far bank is in sight, a room whose window shows the path). Default 10 s.
+    pub progress_seconds: f32,
     pub weights: Weights,
 }
 
@@ -96,6 +101,7 @@ impl PlanParams {
             leader_range: 30.0,
             catch_up_distance: 30.0,
             stall_seconds: 6.0,
+            progress_seconds: 10.0,
             weights: Weights {
                 dispersion: 1.0,
                 come_together: 1.0,
@@ -124,6 +130,7 @@ impl PlanParams {
             self.leader_range,
             self.catch_up_distance,
             self.stall_seconds,
+            self.progress_seconds,
         ];
         let weights = [
             w.dispersion,
@@ -170,9 +177,7 @@ pub struct Task<'a> {
     pub team: &'a [u32],
     pub leader: u32,
     /// The path it makes progress along (the team path, or its own path to its destination).
-    pub path: &'a [u32],
-    /// `rest[i]`: the path's length from `path[i]` to its end.
-    pub rest: &'a [f32],
+    pub route: &'a Route,
     /// `CurrentSPPIndex`: its string-pull index into `path`.
     pub spp: usize,
     /// Share of the target sector's nodes each node sees, when a sector was given.
@@ -209,36 +214,88 @@ impl Terms {
     }
 }
 
-/// `StringPullCost(m, f, w, goal)`: distance to the string-pull point plus the path's length
-/// from there.
-///
-/// One guard is added to the published procedure: when `w` sees no node of the path from the
-/// member's index on, `ComputeStringPullPoint` runs to the goal and the straight line to it
-/// passes through whatever hides the path, so every blind corner nearer the goal than the path
-/// would look like progress and hold the member there. Such a `w` is priced from the member's
-/// current string-pull point instead (the way back to the path, then along it).
-#[must_use]
-pub fn string_pull_cost(world: &World, w: u32, path: &[u32], rest: &[f32], spp: usize) -> f32 {
-    if path.is_empty() {
-        return 0.0;
-    }
-    let mut i = string_pull_point(|a, b| world.can_see(a, b), w, path, spp);
-    if i + 1 == path.len() && !world.can_see(w, path[i]) {
-        i = spp.min(i);
-    }
-    let nodes = world.graph().nodes();
-    nodes[path[i] as usize].distance(nodes[w as usize]) + rest[i]
+/// A path a member makes progress along (the team path, or its own path to its destination),
+/// with what `StringPullCost` needs: the path's length from each of its nodes to its end, and
+/// every node's walking distance to that end.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Route {
+    pub nodes: Vec<u32>,
+    /// `rest[i]`: the path's length from `nodes[i]` to its end.
+    pub rest: Vec<f32>,
+    /// Every graph node's shortest walking distance (edge lengths) to the path's end.
+    pub to_end: Vec<f32>,
 }
 
-/// Lengths from each node of `path` to its end, along the path.
-#[must_use]
-pub fn rest_lengths(world: &World, path: &[u32]) -> Vec<f32> {
-    let nodes = world.graph().nodes();
-    let mut rest = vec![0.0f32; path.len()];
-    for i in (0..path.len().saturating_sub(1)).rev() {
-        rest[i] = rest[i + 1] + nodes[path[i] as usize].distance(nodes[path[i + 1] as usize]);
+/// Sight lines longer than this factor times the straight distance by the graph are not ways
+/// for string pulling (see [`Route::can_pull`]).
+const PULL_DETOUR: f32 = 1.25;
+/// Nor are sight lines that climb more than this (metres) plus [`PULL_SLOPE`] times their
+/// run: the floor seen up a stairwell is not a straight walk away.
+const PULL_RISE: f32 = 1.0;
+const PULL_SLOPE: f32 = 0.5;
+
+impl Route {
+    /// The route along `nodes` (at least one) on `world`'s graph.
+    #[must_use]
+    pub fn new(world: &World, nodes: Vec<u32>) -> Route {
+        let g = world.graph();
+        let mut rest = vec![0.0f32; nodes.len()];
+        for i in (0..nodes.len().saturating_sub(1)).rev() {
+            rest[i] = rest[i + 1]
+                + g.nodes()[nodes[i] as usize].distance(g.nodes()[nodes[i + 1] as usize]);
+        }
+        let to_end = super::world::distances_from(g, *nodes.last().expect("a node"));
+        Route {
+            nodes,
+            rest,
+            to_end,
+        }
     }
-    rest
+
+    /// `CanSee(w, path[i])` for string pulling: line of sight that is also a way. The sight
+    /// line must not save more than it could by walking: the graph's distance to the route's
+    /// end from `w` is at most that from the path node plus [`PULL_DETOUR`] times the
+    /// straight distance between them (plus a metre), and it climbs no more than a walkable
+    /// slope would. A far bank seen across a creek, the street seen through a window, or the
+    /// landing seen up a stairwell is in sight but not on the way.
+    #[must_use]
+    pub fn can_pull(&self, world: &World, w: u32, i: usize) -> bool {
+        let v = self.nodes[i];
+        if !world.can_see(w, v) {
+            return false;
+        }
+        let nodes = world.graph().nodes();
+        let (a, b) = (nodes[w as usize], nodes[v as usize]);
+        let d = a.distance(b);
+        let run = glam::Vec2::new(a.x - b.x, a.z - b.z).length();
+        self.to_end[w as usize] <= self.to_end[v as usize] + PULL_DETOUR * d + 1.0
+            && (a.y - b.y).abs() <= PULL_RISE + PULL_SLOPE * run
+    }
+
+    /// `ComputeStringPullPoint(w, path, spp)` with [`Route::can_pull`] as `CanSee`.
+    #[must_use]
+    pub fn pull_point(&self, world: &World, w: u32, spp: usize) -> usize {
+        string_pull_point(|w, i| self.can_pull(world, w, i), w, &self.nodes, spp)
+    }
+
+    /// `StringPullCost(m, f, w, goal)`: the distance from `w` to its string-pull point plus
+    /// the path's length from there.
+    ///
+    /// One guard is added to the published procedure: when `w` has no way to any node of
+    /// the path from the member's index on, `ComputeStringPullPoint` runs to the goal and the
+    /// straight line to it passes through whatever hides the path, so every blind corner
+    /// nearer the goal would look like progress and hold the member there. Such a `w` is
+    /// priced from the member's current string-pull point instead (the way back to the path,
+    /// then along it).
+    #[must_use]
+    pub fn pull_cost(&self, world: &World, w: u32, spp: usize) -> f32 {
+        let mut i = self.pull_point(world, w, spp);
+        if i + 1 == self.nodes.len() && !self.can_pull(world, w, i) {
+            i = spp.min(i);
+        }
+        let nodes = world.graph().nodes();
+        nodes[self.nodes[i] as usize].distance(nodes[w as usize]) + self.rest[i]
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -295,7 +352,7 @@ impl Planner {
         });
         let longest_time = (longest_cost / p.speed).max(p.wait_seconds);
         let reach = p.lookahead as f32 * longest_edge;
-        let s_start = string_pull_cost(world, task.start, task.path, task.rest, task.spp);
+        let s_start = task.route.pull_cost(world, task.start, task.spp);
         let others: Vec<u32> = task
             .team
             .iter()
@@ -314,7 +371,7 @@ impl Planner {
                     leader = d;
                 }
             }
-            let s = string_pull_cost(world, v, task.path, task.rest, task.spp);
+            let s = task.route.pull_cost(world, v, task.spp);
             Terms {
                 dispersion: if others.is_empty() {
                     0.0
@@ -454,10 +511,10 @@ fn stops_of(chain: &[(u32, f32)]) -> Vec<Stop> {
     stops
 }
 
-/// A timed plain path (the catch-up fallback, and the walk to a destination): along `path`
-/// from its first node at `now`, walking each edge when the ETA manager allows, waiting
-/// otherwise (at most `max_waits` times), for at most `max_moves` edges; cut back to the last
-/// stop the member can hold from then on. `None` when that leaves no move.
+/// A timed plain path (the catch-up fallback): along `path` from its first node at `now`,
+/// walking each edge when the ETA manager allows, waiting otherwise (at most `max_waits`
+/// times), for at most `max_moves` edges; cut back to the last stop the member can hold from
+/// then on. `None` when that leaves no move.
 #[must_use]
 pub fn timed_path(
     world: &World,

@@ -3,8 +3,8 @@
 
 use super::dest::{assign, choose_destinations, path_lengths, DestParams};
 use super::eta::{Eta, Stop};
-use super::plan::{plain_path, rest_lengths, timed_path, PlanParams, Planner, Task};
-use super::world::{string_pull_point, PathSearch, World};
+use super::plan::{plain_path, timed_path, PlanParams, Planner, Route, Task};
+use super::world::{PathSearch, World};
 use crate::tpm::{Member, SearchParams, Searcher, TpmParams, TpmSet};
 use crate::{Error, Result};
 use glam::Vec3;
@@ -93,10 +93,13 @@ pub struct SimReport {
     /// Look-ahead plans made, and how many found no action at all (the member kept its forecast).
     pub plans: usize,
     pub refused: usize,
-    /// Catch-up plans made.
+    /// Catch-up plans made, in all and by each member.
     pub catch_ups: usize,
+    pub catch_ups_by_member: Vec<usize>,
     /// Destinations swapped between a member and the teammate blocking its way there.
     pub swaps: usize,
+    /// Teammates sent ahead along a catch-up path they stood on.
+    pub pushes: usize,
     /// Search frames, and member-frames within the dispersion band (nearest teammate at least
     /// `min_distance` away, farthest at most `max_distance`) before destinations were chosen.
     pub search_frames: usize,
@@ -122,14 +125,17 @@ struct MemberState {
     team: u32,
     /// Index in its track of the stop it last reached.
     cur: usize,
-    path: Vec<u32>,
-    rest: Vec<f32>,
+    /// What it makes progress along, and its string-pull index into it.
+    route: std::sync::Arc<Route>,
     spp: usize,
     destination: Option<u32>,
     done: bool,
     next_replan: f32,
     gaze: f32,
     history: Vec<Stop>,
+    /// The best progress (`StringPullCost` at a node reached) so far, and when it was made.
+    progress: f32,
+    progress_at: f32,
     /// Makes no plan before this time: held back ([`Simulation::hold`]), or following a
     /// catch-up path to its end.
     held_until: f32,
@@ -239,21 +245,22 @@ impl<'w> Simulation<'w> {
                     ))
                 })?
                 .nodes;
-            let rest = rest_lengths(world, &path);
+            let route = std::sync::Arc::new(Route::new(world, path.clone()));
             let ids: Vec<u32> =
                 (members.len() as u32..(members.len() + o.start.len()) as u32).collect();
             for &s in &o.start {
-                let spp = string_pull_point(|a, b| world.can_see(a, b), s, &path, 0);
+                let spp = route.pull_point(world, s, 0);
                 members.push(MemberState {
                     team: t as u32,
                     cur: 0,
-                    path: path.clone(),
-                    rest: rest.clone(),
+                    route: route.clone(),
                     spp,
                     destination: None,
                     done: false,
                     next_replan: members.len() as f32 * stagger,
                     gaze: 0.0,
+                    progress: f32::INFINITY,
+                    progress_at: 0.0,
                     history: Vec::new(),
                     held_until: 0.0,
                 });
@@ -286,7 +293,10 @@ impl<'w> Simulation<'w> {
             now: 0.0,
             next_frame: params.search.frame_seconds,
             frames: Vec::new(),
-            report: SimReport::default(),
+            report: SimReport {
+                catch_ups_by_member: vec![0; total],
+                ..SimReport::default()
+            },
             arrived: false,
             finished: false,
         };
@@ -403,19 +413,31 @@ impl<'w> Simulation<'w> {
     }
 
     /// Processes everything at time `t`; returns whether every member has arrived.
-    fn step(&mut self, t: f32) -> Result<bool> {
-        self.now = t;
+    fn step(&mut self, mut t: f32) -> Result<bool> {
         let nodes = self.world.graph().nodes();
         let mut reached = false;
+        let start = t;
         for (m, s) in self.members.iter_mut().enumerate() {
             let track = self.eta.track(m as u32);
-            while s.cur + 1 < track.len() && track[s.cur + 1].arrive <= t + EPS {
+            while s.cur + 1 < track.len() && track[s.cur + 1].arrive <= start + EPS {
                 s.cur += 1;
+                // Arrivals within `EPS` are one moment: the latest of them.
+                t = t.max(track[s.cur].arrive);
                 reached = true;
                 let node = track[s.cur].node;
-                s.spp = string_pull_point(|a, b| self.world.can_see(a, b), node, &s.path, s.spp);
+                // Standing on the path, it has come at least that far along it.
+                if let Some(j) = s.route.nodes.iter().position(|&v| v == node) {
+                    s.spp = s.spp.max(j);
+                }
+                s.spp = s.route.pull_point(self.world, node, s.spp);
+                let progress = s.route.pull_cost(self.world, node, s.spp);
+                if progress < s.progress - 1.0 {
+                    s.progress = progress;
+                    s.progress_at = t;
+                }
             }
         }
+        self.now = t;
         for m in 0..self.members.len() {
             let s = &self.members[m];
             let at_node = self.eta.track(m as u32)[s.cur].depart >= t - EPS;
@@ -464,28 +486,33 @@ impl<'w> Simulation<'w> {
                 ..here
             }];
             if self.eta.free(here.node, here.arrive, f32::INFINITY, m) {
-                let s = &mut self.members[m as usize];
-                s.history.extend_from_slice(&track[..s.cur]);
-                s.cur = 0;
-                s.done = true;
-                self.eta.set(m, stay);
+                self.commit(m, stay, None);
+                self.members[m as usize].done = true;
                 return;
             }
         }
-        if s.destination.is_some() && self.now - here.arrive >= p.stall_seconds {
-            self.unblock(m, here.node);
-        }
-        let p = &self.params.plan;
-        let s = &self.members[m as usize];
-        let team = &self.teams[s.team as usize];
+        let _ = p;
         let mut plan = None;
         let mut caught_up_at = None;
-        if let Some(target) = self.catch_up_target(m) {
+        if let Some(mut target) = self.catch_up_target(m) {
+            if self.members[m as usize].destination == Some(target) {
+                // On its way to its destination: a settled teammate in the way swaps with it.
+                self.unblock(m, here.node);
+                target = self.members[m as usize].destination.unwrap_or(target);
+            }
             if let Some(mut path) = plain_path(&mut self.search, world, here.node, target) {
+                let s = &mut self.members[m as usize];
+                if s.destination == Some(target) {
+                    // Its look-ahead follows the same way on after this walk.
+                    s.route = std::sync::Arc::new(Route::new(world, path.nodes.clone()));
+                    s.spp = 0;
+                }
                 if s.destination.is_none() && m != leader {
                     path.nodes.pop(); // the leader stands there
                 }
                 if path.nodes.len() > 1 {
+                    self.push_ahead(m, &path.nodes);
+                    let p = &self.params.plan;
                     plan = timed_path(
                         world,
                         &self.eta,
@@ -493,16 +520,19 @@ impl<'w> Simulation<'w> {
                         &path,
                         self.now,
                         p,
-                        2 * p.lookahead as usize,
+                        path.nodes.len(),
                         p.lookahead as usize,
                     );
                     if let Some(stops) = &plan {
                         self.report.catch_ups += 1;
+                        self.report.catch_ups_by_member[m as usize] += 1;
                         caught_up_at = Some(stops.last().expect("a stop").arrive);
                     }
                 }
             }
         }
+        let s = &self.members[m as usize];
+        let team = &self.teams[s.team as usize];
         if plan.is_none() {
             let task = Task {
                 world,
@@ -510,28 +540,80 @@ impl<'w> Simulation<'w> {
                 member: m,
                 team: &team.members,
                 leader,
-                path: &s.path,
-                rest: &s.rest,
+                route: &s.route,
                 spp: s.spp,
                 sector_view: team.sector_view.as_deref(),
                 start: here.node,
                 now: self.now,
             };
             self.report.plans += 1;
-            plan = self.planner.plan(&task, p).map(|p| p.stops);
+            plan = self.planner.plan(&task, &self.params.plan).map(|p| p.stops);
             if plan.is_none() {
                 self.report.refused += 1;
             }
         }
-        if let Some(mut stops) = plan {
-            stops[0].arrive = here.arrive;
-            let s = &mut self.members[m as usize];
-            if let Some(end) = caught_up_at {
-                s.held_until = s.held_until.max(end);
+        if let Some(stops) = plan {
+            self.commit(m, stops, caught_up_at);
+        }
+    }
+
+    /// Replaces member `m`'s forecast from the stop it stands at (`stops[0]`, whose arrival
+    /// is kept); with `held`, it follows this forecast to that time before planning again.
+    fn commit(&mut self, m: u32, mut stops: Vec<Stop>, held: Option<f32>) {
+        let s = &mut self.members[m as usize];
+        let track = self.eta.track(m);
+        stops[0].arrive = track[s.cur].arrive;
+        if let Some(end) = held {
+            s.held_until = s.held_until.max(end);
+            s.progress_at = s.progress_at.max(end);
+        }
+        s.history.extend_from_slice(&track[..s.cur]);
+        s.cur = 0;
+        self.eta.set(m, stops);
+    }
+
+    /// Before member `m` walks `path` by a plain plan: teammates standing on it (not at their
+    /// destinations) walk ahead of it along the rest of the path, the farthest first, so a
+    /// column in a one-node-wide corridor turns around instead of blocking its own way out.
+    fn push_ahead(&mut self, m: u32, path: &[u32]) {
+        let world = self.world;
+        let team = self.members[m as usize].team as usize;
+        let mut blockers: Vec<(usize, u32)> = Vec::new();
+        for &o in &self.teams[team].members {
+            let os = &self.members[o as usize];
+            let stop = self.eta.track(o)[os.cur];
+            // Standing (not walking an edge) and not settled at its destination.
+            if o == m || os.done || stop.depart < self.now {
+                continue;
             }
-            s.history.extend_from_slice(&self.eta.track(m)[..s.cur]);
-            s.cur = 0;
-            self.eta.set(m, stops);
+            if let Some(i) = path.iter().skip(1).position(|&v| v == stop.node) {
+                blockers.push((i + 1, o));
+            }
+        }
+        blockers.sort_unstable();
+        for &(i, o) in blockers.iter().rev() {
+            let ahead = super::world::Path {
+                nodes: path[i..].to_vec(),
+                cost: 0.0,
+            };
+            if ahead.nodes.len() < 2 {
+                continue;
+            }
+            let p = &self.params.plan;
+            if let Some(stops) = timed_path(
+                world,
+                &self.eta,
+                o,
+                &ahead,
+                self.now,
+                p,
+                ahead.nodes.len(),
+                p.lookahead as usize,
+            ) {
+                let end = stops.last().expect("a stop").arrive;
+                self.commit(o, stops, Some(end));
+                self.report.pushes += 1;
+            }
         }
     }
 
@@ -567,8 +649,7 @@ impl<'w> Simulation<'w> {
                 .find(world, from, to, 0.0)
                 .map_or_else(|| vec![from], |p| p.nodes);
             let s = &mut self.members[who as usize];
-            s.rest = rest_lengths(world, &path);
-            s.path = path;
+            s.route = std::sync::Arc::new(Route::new(world, path));
             s.spp = 0;
             s.destination = Some(to);
             s.done = false;
@@ -594,19 +675,20 @@ impl<'w> Simulation<'w> {
         let here = self.eta.track(m)[s.cur];
         let team = &self.teams[s.team as usize];
         let leader = team.members[0];
-        let stalled = self.now - here.arrive >= p.stall_seconds;
+        let still = self.now - here.arrive >= p.stall_seconds;
+        let circling = self.now - s.progress_at >= p.progress_seconds;
         if let Some(d) = s.destination {
-            return stalled.then_some(d);
+            return (still || circling).then_some(d);
         }
         let pos = |o: u32| self.eta.position(o, self.now, nodes);
         let progress = |o: u32| {
             let st = &self.members[o as usize];
             let node = self.eta.track(o)[st.cur].node;
-            super::plan::string_pull_cost(world, node, &st.path, &st.rest, st.spp)
+            st.route.pull_cost(world, node, st.spp)
         };
         if m != leader {
             let far = pos(m).distance(pos(leader)) > p.catch_up_distance;
-            let behind = stalled && progress(m) > progress(leader);
+            let behind = (still || circling) && progress(m) > progress(leader);
             let ls = &self.members[leader as usize];
             return (far || behind).then(|| self.eta.track(leader)[ls.cur].node);
         }
@@ -614,8 +696,9 @@ impl<'w> Simulation<'w> {
             .members
             .iter()
             .any(|&o| pos(o).distance(pos(m)) > p.max_distance);
-        (stalled && !straggler && s.spp + 1 < s.path.len())
-            .then(|| s.path[(s.spp + 2).min(s.path.len() - 1)])
+        let path = &s.route.nodes;
+        ((circling || (still && !straggler)) && here.node != path[path.len() - 1])
+            .then(|| path[(s.spp + 2).min(path.len() - 1)])
     }
 
     /// Destination selection and assignment for `team`; each member then makes progress along
@@ -657,8 +740,7 @@ impl<'w> Simulation<'w> {
                 .map(|p| p.nodes)
                 .unwrap_or_else(|| vec![at[k]]);
             let s = &mut self.members[m as usize];
-            s.rest = rest_lengths(world, &path);
-            s.path = path;
+            s.route = std::sync::Arc::new(Route::new(world, path));
             s.spp = 0;
             s.destination = Some(d);
             s.next_replan = s.next_replan.min(self.now);

@@ -286,28 +286,84 @@ impl PathSearch {
 }
 
 /// Darken, McCue and Guerrero's `ComputeStringPullPoint`, exactly as written: from the
-/// member's current index into the team path, advance while the next path node is visible
-/// (when the current one is), or while the next one is not (when the current one is not).
-/// Returns the new index.
+/// member's current index into the path, advance while the next path node is visible (when
+/// the current one is), or while the next one is not (when the current one is not). Returns
+/// the new index. `can_see(w, i)` is `CanSee(w, path[i])`.
 #[must_use]
 pub fn string_pull_point(
-    can_see: impl Fn(u32, u32) -> bool,
+    can_see: impl Fn(u32, usize) -> bool,
     w: u32,
     path: &[u32],
     current: usize,
 ) -> usize {
-    let mut i = current.min(path.len().saturating_sub(1));
     if path.is_empty() {
         return 0;
     }
-    if can_see(w, path[i]) {
-        while i + 1 < path.len() && can_see(w, path[i + 1]) {
+    let mut i = current.min(path.len() - 1);
+    if can_see(w, i) {
+        while i + 1 < path.len() && can_see(w, i + 1) {
             i += 1;
         }
     } else {
-        while i + 1 < path.len() && !can_see(w, path[i + 1]) {
+        while i + 1 < path.len() && !can_see(w, i + 1) {
             i += 1;
         }
     }
     i
+}
+
+/// Every node's shortest walking distance (edge lengths, not costs) from `from`; infinite
+/// where unreachable.
+#[must_use]
+pub fn distances_from(graph: &NavGraph, from: u32) -> Vec<f32> {
+    let mut dist = vec![f32::INFINITY; graph.len()];
+    let mut heap = BinaryHeap::new();
+    dist[from as usize] = 0.0;
+    heap.push((Reverse(0u32), from));
+    while let Some((Reverse(k), u)) = heap.pop() {
+        let d = f32::from_bits(k);
+        if d > dist[u as usize] {
+            continue;
+        }
+        for &(v, e) in graph.neighbours(u) {
+            let nd = d + graph.edges()[e as usize].length;
+            if nd < dist[v as usize] {
+                dist[v as usize] = nd;
+                heap.push((Reverse(nd.to_bits()), v));
+            }
+        }
+    }
+    dist
+}
+
+/// The first `count` nodes in order of path cost from `start` (itself first): where the
+/// members of a team gathered around a spot stand.
+#[must_use]
+pub fn nearest_nodes(graph: &NavGraph, start: u32, count: usize) -> Vec<u32> {
+    let mut dist = vec![f32::INFINITY; graph.len()];
+    let mut heap = BinaryHeap::new();
+    let mut out = Vec::new();
+    if start as usize >= graph.len() {
+        return out;
+    }
+    dist[start as usize] = 0.0;
+    heap.push((Reverse(0u32), start));
+    while let Some((Reverse(k), u)) = heap.pop() {
+        let d = f32::from_bits(k);
+        if d > dist[u as usize] {
+            continue;
+        }
+        out.push(u);
+        if out.len() >= count {
+            break;
+        }
+        for &(v, e) in graph.neighbours(u) {
+            let nd = d + graph.costs()[e as usize];
+            if nd < dist[v as usize] {
+                dist[v as usize] = nd;
+                heap.push((Reverse(nd.to_bits()), v));
+            }
+        }
+    }
+    out
 }

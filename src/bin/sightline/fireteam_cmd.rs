@@ -132,7 +132,7 @@ pub fn run(
         .into());
     }
     // Members stand on the nodes nearest the start along the graph, team after team.
-    let order = nearest_along(g, start, a.members * a.teams);
+    let order = sightline::fireteam::nearest_nodes(g, start, a.members * a.teams);
     if order.len() < a.members * a.teams {
         return Err(format!(
             "only {} nodes can be reached from the start: fewer than {} members",
@@ -225,33 +225,6 @@ const PANELS: usize = 9;
 
 fn flat(a: Vec3, b: Vec3) -> f32 {
     (a.x - b.x).powi(2) + (a.z - b.z).powi(2)
-}
-
-/// The first `count` nodes in order of path length from `start` (itself first).
-fn nearest_along(g: &NavGraph, start: u32, count: usize) -> Vec<u32> {
-    let mut dist = vec![f32::INFINITY; g.len()];
-    let mut heap = std::collections::BinaryHeap::new();
-    dist[start as usize] = 0.0;
-    heap.push((std::cmp::Reverse(0u32), start));
-    let mut out = Vec::new();
-    while let Some((std::cmp::Reverse(k), u)) = heap.pop() {
-        let d = f32::from_bits(k);
-        if d > dist[u as usize] {
-            continue;
-        }
-        out.push(u);
-        if out.len() == count {
-            break;
-        }
-        for &(v, e) in g.neighbours(u) {
-            let nd = d + g.costs()[e as usize];
-            if nd < dist[v as usize] {
-                dist[v as usize] = nd;
-                heap.push((std::cmp::Reverse(nd.to_bits()), v));
-            }
-        }
-    }
-    out
 }
 
 fn report(out: &Outcome, world: &World, wall: f64) {
