@@ -56,7 +56,19 @@ pub struct World {
     heuristic_scale: f32,
     views: Vec<std::sync::OnceLock<View>>,
     view_params: ViewParams,
+    /// Shortest-path cost from each of [`LANDMARKS`] landmarks to every node, node-major
+    /// (`[v * LANDMARKS + l]`; infinite where unreachable): the A* heuristic's lower bounds
+    /// (Goldberg and Harrelson's ALT). On plain costs, and on costs with cover weight
+    /// [`LANDMARK_COVER`] (each edge at the lower of its two ends' exposures, so either
+    /// direction costs at least that): the second bounds every search with at least that
+    /// weight.
+    landmark_cost: [Vec<f32>; 2],
 }
+
+/// Landmarks of the A* heuristic.
+pub const LANDMARKS: usize = 16;
+/// Cover weight of the second set of landmark costs (the team path's default).
+pub const LANDMARK_COVER: f32 = 1.0;
 
 impl World {
     /// Checks that `table` is complete and its waypoints are `graph`'s nodes, and computes
@@ -94,27 +106,62 @@ impl World {
             )));
         }
         let exposure = exposure(&graph, &table, params);
-        let mut heuristic_scale = 1.0f32;
-        for (e, &c) in graph.edges().iter().zip(graph.costs()) {
-            let d = graph.nodes()[e.a as usize].distance(graph.nodes()[e.b as usize]);
-            if d > 0.0 {
-                heuristic_scale = heuristic_scale.min(c / d);
-            }
-        }
         let mut view_params = ViewParams::standard();
         view_params.eye_height = table.meta.eye_height;
         view_params.posture = table.meta.posture;
         let views = (0..graph.len())
             .map(|_| std::sync::OnceLock::new())
             .collect();
-        Ok(World {
+        let mut world = World {
             graph,
             table,
             exposure,
-            heuristic_scale: heuristic_scale.max(0.0),
+            heuristic_scale: 0.0,
             views,
             view_params,
-        })
+            landmark_cost: [Vec::new(), Vec::new()],
+        };
+        world.prepare_search();
+        Ok(world)
+    }
+
+    /// The A* heuristic's data for the current edge costs.
+    fn prepare_search(&mut self) {
+        let g = &self.graph;
+        let mut scale = 1.0f32;
+        for (e, &c) in g.edges().iter().zip(g.costs()) {
+            let d = g.nodes()[e.a as usize].distance(g.nodes()[e.b as usize]);
+            if d > 0.0 {
+                scale = scale.min(c / d);
+            }
+        }
+        self.heuristic_scale = scale.max(0.0);
+        let ex = &self.exposure;
+        self.landmark_cost = [
+            landmarks(g, |e| g.costs()[e as usize]),
+            landmarks(g, |e| {
+                let edge = g.edges()[e as usize];
+                let low = ex[edge.a as usize].min(ex[edge.b as usize]);
+                g.costs()[e as usize] * (1.0 + LANDMARK_COVER * low)
+            }),
+        ];
+    }
+
+    /// A lower bound on the cost from `v` to `goal` with cover weight `w`: the larger of the
+    /// straight distance (times the cheapest cost per metre) and the landmarks'
+    /// triangle-inequality bounds.
+    fn lower_bound(&self, v: u32, goal: u32, w: f32) -> f32 {
+        let nodes = self.graph.nodes();
+        let mut h = self.heuristic_scale * nodes[v as usize].distance(nodes[goal as usize]);
+        let table = &self.landmark_cost[usize::from(w >= LANDMARK_COVER)];
+        let (a, b) = (v as usize * LANDMARKS, goal as usize * LANDMARKS);
+        for l in 0..LANDMARKS {
+            let (dv, dg) = (table[a + l], table[b + l]);
+            if dv.is_finite() && dg.is_finite() {
+                h = h.max((dv - dg).abs());
+            }
+        }
+        h
     }
 
     #[must_use]
@@ -156,8 +203,52 @@ impl World {
 
     /// Recomputes edge costs with other multipliers.
     pub fn set_costs(&mut self, costs: &CostParams) -> Result<()> {
-        self.graph.set_costs(costs)
+        self.graph.set_costs(costs)?;
+        self.prepare_search();
+        Ok(())
     }
+}
+
+/// Costs from [`LANDMARKS`] landmarks chosen farthest-first (each the node farthest from those
+/// chosen so far, within the first landmark's component), node-major.
+fn landmarks(graph: &NavGraph, weight: impl Fn(u32) -> f32) -> Vec<f32> {
+    let n = graph.len();
+    let mut out = vec![f32::INFINITY; n * LANDMARKS];
+    let mut nearest = vec![f32::INFINITY; n];
+    let mut next = 0u32;
+    for l in 0..LANDMARKS {
+        let d = dijkstra(graph, next, &weight);
+        for v in 0..n {
+            out[v * LANDMARKS + l] = d[v];
+            nearest[v] = nearest[v].min(d[v]);
+        }
+        next = (0..n as u32)
+            .filter(|&v| nearest[v as usize].is_finite())
+            .max_by(|&a, &b| nearest[a as usize].total_cmp(&nearest[b as usize]))
+            .unwrap_or(0);
+    }
+    out
+}
+
+fn dijkstra(graph: &NavGraph, from: u32, weight: impl Fn(u32) -> f32) -> Vec<f32> {
+    let mut dist = vec![f32::INFINITY; graph.len()];
+    let mut heap = BinaryHeap::new();
+    dist[from as usize] = 0.0;
+    heap.push((Reverse(0u32), from));
+    while let Some((Reverse(k), u)) = heap.pop() {
+        let d = f32::from_bits(k);
+        if d > dist[u as usize] {
+            continue;
+        }
+        for &(v, e) in graph.neighbours(u) {
+            let nd = d + weight(e);
+            if nd < dist[v as usize] {
+                dist[v as usize] = nd;
+                heap.push((Reverse(nd.to_bits()), v));
+            }
+        }
+    }
+    dist
 }
 
 fn exposure(graph: &NavGraph, table: &TableFile, p: &CoverParams) -> Vec<f32> {
@@ -210,8 +301,10 @@ impl PathSearch {
 
     /// The cheapest path from `from` to `to` where stepping onto node `v` along edge `e` costs
     /// `graph.costs()[e] * (1 + cover_weight * exposure[v])` (`cover_weight = 0`: plain
-    /// shortest paths). A* with the straight-line distance to the goal times the world's
-    /// heuristic scale, which never overestimates. `None` when `to` is unreachable.
+    /// shortest paths). A* whose heuristic never overestimates: the larger of the straight-line
+    /// distance times the cheapest cost per metre of any edge and the landmark bounds
+    /// `|d(L, v) - d(L, goal)|` (on costs the search's own never undercut). `None` when `to`
+    /// is unreachable.
     pub fn find(&mut self, world: &World, from: u32, to: u32, cover_weight: f32) -> Option<Path> {
         let n = world.graph.len();
         if from as usize >= n || to as usize >= n || !(cover_weight >= 0.0) {
@@ -234,10 +327,7 @@ impl PathSearch {
             self.generation = 1;
         }
         let gen = self.generation;
-        let nodes = world.graph.nodes();
-        let goal = nodes[to as usize];
-        let scale = world.heuristic_scale;
-        let h = |v: u32| scale * nodes[v as usize].distance(goal);
+        let h = |v: u32| world.lower_bound(v, to, cover_weight);
         let (offsets, adjacency) = world.graph.adjacency();
         let costs = world.graph.costs();
         self.heap.clear();
@@ -316,24 +406,7 @@ pub fn string_pull_point(
 /// where unreachable.
 #[must_use]
 pub fn distances_from(graph: &NavGraph, from: u32) -> Vec<f32> {
-    let mut dist = vec![f32::INFINITY; graph.len()];
-    let mut heap = BinaryHeap::new();
-    dist[from as usize] = 0.0;
-    heap.push((Reverse(0u32), from));
-    while let Some((Reverse(k), u)) = heap.pop() {
-        let d = f32::from_bits(k);
-        if d > dist[u as usize] {
-            continue;
-        }
-        for &(v, e) in graph.neighbours(u) {
-            let nd = d + graph.edges()[e as usize].length;
-            if nd < dist[v as usize] {
-                dist[v as usize] = nd;
-                heap.push((Reverse(nd.to_bits()), v));
-            }
-        }
-    }
-    dist
+    dijkstra(graph, from, |e| graph.edges()[e as usize].length)
 }
 
 /// The first `count` nodes in order of path cost from `start` (itself first): where the
