@@ -1,5 +1,5 @@
-//! The command line: `navgraph`, `precompute` with its nav graph, and `tpm`, run as a user runs
-//! them; bad arguments are clear errors with a failing exit status, never panics.
+//! The command line: `navgraph`, `precompute` with its nav graph, `tpm` and `fireteam`, run as a
+//! user runs them; bad arguments are clear errors with a failing exit status, never panics.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -245,4 +245,166 @@ fn bad_arguments_are_clear_errors() {
         assert!(!out.contains("panicked"), "{args:?} panicked: {out}");
         assert!(out.contains(want), "{args:?}: expected `{want}` in: {out}");
     }
+}
+
+/// `fireteam` on a built-in scene: every file it promises, the JSON's shape, a table reused
+/// from the first run, and an unreachable goal named with its nearest reachable node.
+#[test]
+fn fireteam_writes_a_run_and_pictures() {
+    let out = tmp("fireteam-sniper");
+    let dir = out.to_str().unwrap();
+    let o = sightline(&[
+        "fireteam",
+        "--scene",
+        "sniper",
+        "--backend",
+        "cpu",
+        "--from=-40,10",
+        "--to",
+        "40,10",
+        "--sector",
+        "-30,30",
+        "--members",
+        "4",
+        "--lookahead",
+        "5",
+        "--seed",
+        "1",
+        "--out",
+        dir,
+    ]);
+    let said = text(&o);
+    assert!(o.status.success(), "{said}");
+    assert!(said.contains("arrived after"), "{said}");
+    for f in ["frames.png", "tpm.png", "cover.png"] {
+        assert!(is_png(&out.join(f)), "{f}");
+    }
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("run.json")).unwrap()).unwrap();
+    let nodes = v["nodes"].as_array().unwrap();
+    assert!(nodes.len() > 100 && nodes[0].as_array().unwrap().len() == 3);
+    assert!(!v["edges"].as_array().unwrap().is_empty());
+    assert!(v["team_path"].as_array().unwrap().len() > 10);
+    assert_eq!(v["destinations"].as_array().unwrap().len(), 4);
+    assert_eq!(v["arrived"], true);
+    let tpm = v["tpm"].as_array().unwrap();
+    assert_eq!(tpm.len(), nodes.len());
+    assert!(tpm
+        .iter()
+        .all(|p| (0.0..=1.0).contains(&p.as_f64().unwrap())));
+    let frames = v["frames"].as_array().unwrap();
+    assert!(frames.len() > 10);
+    for f in frames {
+        let m = f["members"].as_array().unwrap();
+        assert_eq!(m.len(), 4);
+        assert!(m[0]["position"].as_array().unwrap().len() == 3 && m[0]["gaze_deg"].is_number());
+        assert!(f["t"].is_number() && f["tpm_max"].is_number() && f["tpm_mean"].is_number());
+    }
+    // The traced table is kept and read back.
+    let table = out.join("table.slt");
+    let again = tmp("fireteam-again");
+    let o = sightline(&[
+        "fireteam",
+        "--scene",
+        "sniper",
+        "--backend",
+        "cpu",
+        "--from=-40,10",
+        "--to",
+        "40,10",
+        "--table",
+        table.to_str().unwrap(),
+        "--out",
+        again.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let w: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(again.join("run.json")).unwrap()).unwrap();
+    assert_eq!(
+        w["team_path"], v["team_path"],
+        "same graph and cover, same team path"
+    );
+    // A goal in another component: a clear error naming what to use.
+    let o = sightline(&[
+        "fireteam",
+        "--scene",
+        "village",
+        "--backend",
+        "cpu",
+        "--from=-40,40",
+        "--to",
+        "40,-40",
+        "--out",
+        tmp("fireteam-unreachable").to_str().unwrap(),
+    ]);
+    let said = text(&o);
+    assert!(!o.status.success());
+    assert!(
+        said.contains("cannot be reached") && said.contains("try --to"),
+        "{said}"
+    );
+    let o = sightline(&[
+        "fireteam",
+        "--scene",
+        "sniper",
+        "--backend",
+        "cpu",
+        "--from=-40,10",
+        "--to",
+        "40,10",
+        "--members",
+        "0",
+        "--out",
+        tmp("fireteam-zero").to_str().unwrap(),
+    ]);
+    assert!(
+        !o.status.success() && text(&o).contains("--members 0"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// `fireteam` on a mesh a user brings: the Recast dungeon, from the ground floor up its
+/// stairs to the top floor 15 m higher.
+#[test]
+fn fireteam_on_a_mesh_file() {
+    let data = std::env::var_os("SIGHTLINE_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data")));
+    let mesh = data.join("dungeon.obj");
+    assert!(
+        mesh.is_file(),
+        "{} is missing: set SIGHTLINE_DATA",
+        mesh.display()
+    );
+    let out = tmp("fireteam-dungeon");
+    let o = sightline(&[
+        "fireteam",
+        "--scene",
+        mesh.to_str().unwrap(),
+        "--backend",
+        "cpu",
+        "--largest-only",
+        "--from=0,0",
+        "--to=40,-40",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let said = text(&o);
+    assert!(o.status.success(), "{said}");
+    assert!(said.contains("arrived after"), "{said}");
+    assert!(is_png(&out.join("frames.png")));
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("run.json")).unwrap()).unwrap();
+    let nodes = v["nodes"].as_array().unwrap();
+    let heights: Vec<f64> = v["team_path"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| nodes[i.as_u64().unwrap() as usize][1].as_f64().unwrap())
+        .collect();
+    let (lo, hi) = heights
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), &h| (a.min(h), b.max(h)));
+    assert!(lo < 1.0 && hi > 14.0, "the path climbs from {lo} to {hi}");
 }
