@@ -385,8 +385,8 @@ fn fireteam_on_a_mesh_file() {
         "--backend",
         "cpu",
         "--largest-only",
-        "--from=0,0",
-        "--to=40,-40",
+        "--from=-10,0,0.8",
+        "--to=21.9,15,-69",
         "--out",
         out.to_str().unwrap(),
     ]);
