@@ -65,26 +65,10 @@ pub struct PlanParams {
     pub weights: Weights,
 }
 
-/// Weight of each term of a step's cost.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Weights {
-    /// Default 1.
-    pub dispersion: f32,
-    /// Default 1.
-    pub come_together: f32,
-    /// Default 0.5.
-    pub leader: f32,
-    /// Default 3: progress must outweigh the discomforts of moving.
-    pub string_pull: f32,
-    /// Default 0.5.
-    pub cover: f32,
-    /// Default 0.2.
-    pub distance: f32,
-    /// Default 0.2.
-    pub time: f32,
-    /// Default 0.3.
-    pub sector: f32,
-}
+/// Weight of each term of a step's cost: [`Terms`] by name. Defaults: dispersion 1, come
+/// together 1, leader 0.5, string pull 3 (progress must outweigh the discomforts of moving),
+/// cover 0.5, distance 0.2, time 0.2, sector 0.3.
+pub type Weights = Terms;
 
 impl PlanParams {
     /// The defaults (see each field).
@@ -187,7 +171,7 @@ pub struct Task<'a> {
     pub now: f32,
 }
 
-/// The terms of one step, unweighted (see the module docs).
+/// The terms of one step, unweighted (see the module docs), or their weights.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Terms {
     pub dispersion: f32,
@@ -201,6 +185,7 @@ pub struct Terms {
 }
 
 impl Terms {
+    /// The step's cost: each term times its weight, summed.
     #[must_use]
     pub fn weighted(&self, w: &Weights) -> f32 {
         w.dispersion * self.dispersion

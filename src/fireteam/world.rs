@@ -18,6 +18,10 @@ pub struct CoverParams {
     pub silhouette: f32,
     /// Observers farther than this (metres) are not counted. Default 150 (the views' range).
     pub range: f32,
+    /// Observers nearer than this count as this far (metres). Default 2 (the graph's
+    /// spacing): nodes a few centimetres apart (the corners of a passage) are one spot, and
+    /// would otherwise make their neighbours look many times more exposed than open ground.
+    pub near: f32,
 }
 
 impl CoverParams {
@@ -27,6 +31,7 @@ impl CoverParams {
         CoverParams {
             silhouette: 0.95,
             range: 150.0,
+            near: 2.0,
         }
     }
 }
@@ -45,8 +50,9 @@ impl Default for CoverParams {
 /// it, each observer weighted alike:
 /// `E_i = sum_j omega(j -> i)`, where `omega` is the pair's intervis record (the stencil
 /// measurement, occlusion included; no record: nothing exposed) when the table holds intervis,
-/// else `silhouette / d^2`. The inverted, normalised value is the node's cover,
-/// `1 - E_i / max E`; [`World::exposure`] gives `E_i / max E` in `[0, 1]`, the cover cost.
+/// else `silhouette / max(d, near)^2`. [`World::exposure`] is `E_i` over the 99th percentile
+/// of all `E` (so a few outliers do not flatten the rest), at most 1: the cover cost; the
+/// node's cover is its inverse, `1 - exposure`.
 pub struct World {
     graph: NavGraph,
     table: TableFile,
@@ -99,10 +105,15 @@ impl World {
                 graph.len()
             )));
         }
-        if !(params.silhouette.is_finite() && params.silhouette > 0.0 && params.range > 0.0) {
+        if !(params.silhouette.is_finite()
+            && params.silhouette > 0.0
+            && params.range > 0.0
+            && params.near.is_finite()
+            && params.near > 0.0)
+        {
             return Err(Error::InvalidInput(format!(
-                "cover: silhouette {} m^2 and range {} m must be positive",
-                params.silhouette, params.range
+                "cover: silhouette {} m^2, range {} m and near distance {} m must be positive",
+                params.silhouette, params.range, params.near
             )));
         }
         let exposure = exposure(&graph, &table, params);
@@ -263,13 +274,21 @@ fn exposure(graph: &NavGraph, table: &TableFile, p: &CoverParams) -> Vec<f32> {
             }
             *sum += f64::from(match &table.intervis {
                 Some(iv) => iv.get(j, i as u32).map_or(0.0, |r| r.solid_angle),
-                None => (p.silhouette / d.max(0.5).powi(2)).min(std::f32::consts::TAU),
+                None => (p.silhouette / d.max(p.near).powi(2)).min(std::f32::consts::TAU),
             });
         }
     }
-    let top = e.iter().copied().fold(0.0f64, f64::max);
+    let mut sorted = e.clone();
+    sorted.sort_by(f64::total_cmp);
+    let top = sorted[(sorted.len() - 1) * 99 / 100];
     e.iter()
-        .map(|&v| if top > 0.0 { (v / top) as f32 } else { 0.0 })
+        .map(|&v| {
+            if top > 0.0 {
+                (v / top).min(1.0) as f32
+            } else {
+                0.0
+            }
+        })
         .collect()
 }
 
