@@ -473,10 +473,8 @@ impl<'w> Simulation<'w> {
     /// A new forecast for member `m`, standing at a node now.
     fn replan(&mut self, m: u32) {
         let world = self.world;
-        let p = &self.params.plan;
         let s = &self.members[m as usize];
-        let track = self.eta.track(m);
-        let here = track[s.cur];
+        let here = self.eta.track(m)[s.cur];
         let team = &self.teams[s.team as usize];
         let leader = team.members[0];
         if s.destination == Some(here.node) {
@@ -491,7 +489,6 @@ impl<'w> Simulation<'w> {
                 return;
             }
         }
-        let _ = p;
         let mut plan = None;
         let mut caught_up_at = None;
         if let Some(mut target) = self.catch_up_target(m) {
