@@ -104,8 +104,9 @@ fn main() {
     let mut search = PathSearch::new();
     let ours = search.find(&world, sw, ne, 1.0).expect("a path");
     let nodes = g.nodes();
-    let step = |v: u32, e: u32| -> u64 {
-        let c = g.costs()[e as usize] * (1.0 + world.exposure()[v as usize]);
+    let step = |u: u32, v: u32, e: u32| -> u64 {
+        let ex = world.exposure();
+        let c = g.costs()[e as usize] * (1.0 + 0.5 * (ex[u as usize] + ex[v as usize]));
         (f64::from(c) * 1e6).round() as u64
     };
     let goal = nodes[ne as usize];
@@ -121,7 +122,7 @@ fn main() {
             |&u| {
                 g.neighbours(u)
                     .iter()
-                    .map(move |&(v, e)| (v, step(v, e)))
+                    .map(move |&(v, e)| (v, step(u, v, e)))
                     .collect::<Vec<_>>()
             },
             // The straight-line bound, floored to whole micrometres.

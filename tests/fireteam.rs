@@ -82,8 +82,8 @@ fn scene_world(scene: &Scene) -> World {
 // ---------------------------------------------------------------------------------------------
 // Paths
 
-/// An O(n^2) Dijkstra with no heap: the cost of the cheapest path, stepping onto `v` along `e`
-/// costing `costs[e] * (1 + w * exposure[v])`.
+/// An O(n^2) Dijkstra with no heap: the cost of the cheapest path, walking `e` between `u` and
+/// `v` costing `costs[e] * (1 + w * (exposure[u] + exposure[v]) / 2)`.
 fn dijkstra(world: &World, from: u32, to: u32, w: f32) -> Option<f64> {
     let g = world.graph();
     let n = g.len();
@@ -103,7 +103,10 @@ fn dijkstra(world: &World, from: u32, to: u32, w: f32) -> Option<f64> {
         done[u] = true;
         for &(v, e) in g.neighbours(u as u32) {
             let step = f64::from(g.costs()[e as usize])
-                * (1.0 + f64::from(w) * f64::from(world.exposure()[v as usize]));
+                * (1.0
+                    + f64::from(w)
+                        * 0.5
+                        * f64::from(world.exposure()[u] + world.exposure()[v as usize]));
             dist[v as usize] = dist[v as usize].min(dist[u] + step);
         }
     }
@@ -164,7 +167,13 @@ fn a_star_equals_dijkstra_on_1000_random_graphs() {
                         .find(|x| x.0 == s[1])
                         .expect("adjacent");
                     cost += f64::from(g.costs()[e as usize])
-                        * (1.0 + f64::from(w) * f64::from(world.exposure()[s[1] as usize]));
+                        * (1.0
+                            + f64::from(w)
+                                * 0.5
+                                * f64::from(
+                                    world.exposure()[s[0] as usize]
+                                        + world.exposure()[s[1] as usize],
+                                ));
                 }
                 assert!((cost - d).abs() <= 1e-3 * d.max(1.0));
             }

@@ -101,8 +101,8 @@ impl Eta {
 /// Position along `stops` at time `t` (see [`Eta::position`]).
 #[must_use]
 pub fn position(stops: &[Stop], t: f32, nodes: &[Vec3]) -> Vec3 {
-    // The last stop reached by `t` (stops are few: a linear scan from the end is fastest).
-    let k = stops.iter().rposition(|s| s.arrive <= t).unwrap_or(0);
+    // The last stop reached by `t` (arrivals are in time order).
+    let k = stops.partition_point(|s| s.arrive <= t).saturating_sub(1);
     let s = stops[k];
     let here = nodes[s.node as usize];
     match stops.get(k + 1) {

@@ -299,6 +299,9 @@ pub struct Planner {
     slot: Vec<(u32, u32)>,
     stamp: u32,
     longest: Option<(f32, f32)>,
+    /// Per node: `(plan number, StringPullCost)`, each computed once per plan.
+    pull: Vec<std::cell::Cell<(u32, f32)>>,
+    plans: u32,
 }
 
 /// A plan: the stops from where the member stands (its first stop) on.
@@ -325,7 +328,24 @@ impl Planner {
             self.slot = vec![(0, 0); n];
             self.stamp = 0;
             self.longest = None;
+            self.pull = vec![std::cell::Cell::new((0, 0.0)); n];
+            self.plans = 0;
         }
+        self.plans = self.plans.wrapping_add(1);
+        if self.plans == 0 {
+            self.pull.iter().for_each(|c| c.set((0, 0.0)));
+            self.plans = 1;
+        }
+        let (pull, plan_no) = (&self.pull, self.plans);
+        let pull_cost = |v: u32| {
+            let (no, s) = pull[v as usize].get();
+            if no == plan_no {
+                return s;
+            }
+            let s = task.route.pull_cost(world, v, task.spp);
+            pull[v as usize].set((plan_no, s));
+            s
+        };
         let (longest_edge, longest_cost) = *self.longest.get_or_insert_with(|| {
             graph
                 .edges()
@@ -356,7 +376,7 @@ impl Planner {
                     leader = d;
                 }
             }
-            let s = task.route.pull_cost(world, v, task.spp);
+            let s = pull_cost(v);
             Terms {
                 dispersion: if others.is_empty() {
                     0.0

@@ -64,10 +64,9 @@ pub struct World {
     view_params: ViewParams,
     /// Shortest-path cost from each of [`LANDMARKS`] landmarks to every node, node-major
     /// (`[v * LANDMARKS + l]`; infinite where unreachable): the A* heuristic's lower bounds
-    /// (Goldberg and Harrelson's ALT). On plain costs, and on costs with cover weight
-    /// [`LANDMARK_COVER`] (each edge at the lower of its two ends' exposures, so either
-    /// direction costs at least that): the second bounds every search with at least that
-    /// weight.
+    /// (Goldberg and Harrelson's ALT). On plain costs, and on the team path's costs with
+    /// cover weight [`LANDMARK_COVER`]: the second bounds every search with at least that
+    /// weight exactly as the triangle inequality allows.
     landmark_cost: [Vec<f32>; 2],
 }
 
@@ -152,8 +151,8 @@ impl World {
             landmarks(g, |e| g.costs()[e as usize]),
             landmarks(g, |e| {
                 let edge = g.edges()[e as usize];
-                let low = ex[edge.a as usize].min(ex[edge.b as usize]);
-                g.costs()[e as usize] * (1.0 + LANDMARK_COVER * low)
+                let mean = 0.5 * (ex[edge.a as usize] + ex[edge.b as usize]);
+                g.costs()[e as usize] * (1.0 + LANDMARK_COVER * mean)
             }),
         ];
     }
@@ -318,9 +317,9 @@ impl PathSearch {
         PathSearch::default()
     }
 
-    /// The cheapest path from `from` to `to` where stepping onto node `v` along edge `e` costs
-    /// `graph.costs()[e] * (1 + cover_weight * exposure[v])` (`cover_weight = 0`: plain
-    /// shortest paths). A* whose heuristic never overestimates: the larger of the straight-line
+    /// The cheapest path from `from` to `to` where walking edge `e` between `u` and `v` costs
+    /// `graph.costs()[e] * (1 + cover_weight * (exposure[u] + exposure[v]) / 2)`: distance plus
+    /// the exposure along the edge, weighted (`cover_weight = 0`: plain shortest paths). A* whose heuristic never overestimates: the larger of the straight-line
     /// distance times the cheapest cost per metre of any edge and the landmark bounds
     /// `|d(L, v) - d(L, goal)|` (on costs the search's own never undercut). `None` when `to`
     /// is unreachable.
@@ -380,7 +379,8 @@ impl PathSearch {
                 if self.closed[v as usize] == gen {
                     continue;
                 }
-                let step = costs[e as usize] * (1.0 + cover_weight * world.exposure[v as usize]);
+                let cover = 0.5 * (world.exposure[u as usize] + world.exposure[v as usize]);
+                let step = costs[e as usize] * (1.0 + cover_weight * cover);
                 let gv = gu + step;
                 if self.stamp[v as usize] != gen || gv < self.g[v as usize] {
                     self.stamp[v as usize] = gen;
