@@ -6,7 +6,7 @@ use sightline::intervis::IntervisRecord;
 
 const P: AcquireParams = AcquireParams::standard();
 
-/// `P_inf` in f64 straight from the formula.
+/// `P_inf` in f64 straight from the published formula.
 fn p_inf_f64(n: f64, n50: f64) -> f64 {
     let x = n / n50;
     let e = 2.7 + 0.7 * x;
