@@ -1,21 +1,49 @@
 /// Everything that can go wrong, each with what to do about it.
+///
+/// Variants carry structure a caller can match on: which file and line ([`Error::Load`]), which
+/// parameter, value and range ([`Error::InvalidParameter`]), which size and limit
+/// ([`Error::TooLarge`]), and memory shortage apart from validation ([`Error::OutOfMemory`]).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A mesh file could not be read or parsed.
-    #[error("{path}: {message}")]
-    Load { path: String, message: String },
-    /// Bad numbers or indices from the caller; the message names the element and the fix.
+    /// A file could not be read or parsed. `line` is 1-based where the format has lines.
+    #[error("{path}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Load {
+        path: String,
+        line: Option<usize>,
+        message: String,
+    },
+    /// A parameter is outside its allowed range.
+    #[error("{name} = {value} is not allowed: {allowed}")]
+    InvalidParameter {
+        name: &'static str,
+        value: String,
+        allowed: String,
+    },
+    /// Bad data from the caller (indices, references, shapes); the message names the element
+    /// and the fix.
     #[error("{0}")]
     InvalidInput(String),
-    /// A query had a NaN or infinite coordinate.
-    #[error(
-        "query {index} has a non-finite coordinate ({what}); pass finite coordinates in metres"
-    )]
+    /// A query had a NaN or infinite coordinate, or coordinates so large that their
+    /// differences overflow.
+    #[error("query {index} has {what}; pass finite coordinates in metres, within {limit:e} m of the origin", limit = crate::limits::MAX_COORDINATE)]
     NonFiniteQuery { index: usize, what: &'static str },
-    /// Something exceeds a hard limit.
-    #[error("{what} exceeds the limit of {limit}; split the input")]
-    TooLarge { what: &'static str, limit: u64 },
+    /// A size the caller controls exceeds a documented limit (see [`crate::limits`]).
+    #[error("{what} is {requested}, over the limit of {limit}; {fix}")]
+    TooLarge {
+        what: String,
+        requested: u64,
+        limit: u64,
+        fix: String,
+    },
+    /// An allocation larger than the memory this machine has available.
+    #[error("{what} needs {} but {} is available; {fix}", crate::limits::bytes(*needed), crate::limits::bytes(*available))]
+    OutOfMemory {
+        what: String,
+        needed: u64,
+        available: u64,
+        fix: String,
+    },
     /// The object id does not name a live object.
     #[error("no object with id {0} in this scene (removed, or from another scene)")]
     NoSuchObject(u32),
@@ -33,6 +61,54 @@ pub enum Error {
     Gpu(String),
     #[error(transparent)]
     Io(#[from] std::io::Error),
+}
+
+impl Error {
+    /// A file error without a line number.
+    pub fn load(path: impl std::fmt::Display, message: impl Into<String>) -> Error {
+        Error::Load {
+            path: path.to_string(),
+            line: None,
+            message: message.into(),
+        }
+    }
+
+    /// A file error at a 1-based line.
+    pub fn load_at(path: impl std::fmt::Display, line: usize, message: impl Into<String>) -> Error {
+        Error::Load {
+            path: path.to_string(),
+            line: Some(line),
+            message: message.into(),
+        }
+    }
+
+    /// A parameter outside its range: `allowed` says what is allowed and what to change.
+    pub fn param(
+        name: &'static str,
+        value: impl std::fmt::Display,
+        allowed: impl Into<String>,
+    ) -> Error {
+        Error::InvalidParameter {
+            name,
+            value: value.to_string(),
+            allowed: allowed.into(),
+        }
+    }
+
+    /// A size over its documented limit.
+    pub fn too_large(
+        what: impl Into<String>,
+        requested: u64,
+        limit: u64,
+        fix: impl Into<String>,
+    ) -> Error {
+        Error::TooLarge {
+            what: what.into(),
+            requested,
+            limit,
+            fix: fix.into(),
+        }
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

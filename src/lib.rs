@@ -18,6 +18,7 @@ pub mod fireteam;
 mod gpu;
 pub mod ground;
 pub mod intervis;
+pub mod limits;
 pub mod nav;
 pub mod scene;
 pub mod tables;

@@ -112,15 +112,14 @@ pub fn viewshed(
         ));
     };
     let origin = Vec2::new(lo.x, lo.z);
-    let width = ((hi.x - lo.x) / params.cell).ceil().max(1.0) as usize;
-    let height = ((hi.z - lo.z) / params.cell).ceil().max(1.0) as usize;
-    let cells = width
-        .checked_mul(height)
-        .filter(|&n| n <= 1 << 28)
-        .ok_or(Error::TooLarge {
-            what: "viewshed grid cells",
-            limit: 1 << 28,
-        })?;
+    let [width, height] = crate::limits::grid_cells(
+        [hi.x - lo.x, hi.z - lo.z],
+        params.cell,
+        "cell",
+        crate::limits::MAX_GRID_CELLS,
+    )?;
+    let (width, height) = (width as usize, height as usize);
+    let cells = width * height;
     let centre = |i: usize| crate::ground::cell_centre(origin, params.cell, width, i);
     let ground = crate::ground::ground_grid(
         engine,

@@ -1486,7 +1486,9 @@ fn bad_graph_files_are_errors_naming_the_line_or_element() {
         let path = tmp(name);
         std::fs::write(&path, text).unwrap();
         match nav::read_graph(&path, &costs) {
-            Err(Error::Load { path: p, message }) => {
+            Err(Error::Load {
+                path: p, message, ..
+            }) => {
                 println!("{name}: {message}");
                 if !p.ends_with(name) {
                     failures.push(format!("{name}: error names {p}"));

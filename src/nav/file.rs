@@ -25,10 +25,7 @@ pub const MAX_FILE_BYTES: u64 = 1 << 30;
 pub fn read_graph(path: impl AsRef<Path>, costs: &CostParams) -> Result<NavGraph> {
     let path = path.as_ref();
     let name = path.display().to_string();
-    let fail = |message: String| Error::Load {
-        path: name.clone(),
-        message,
-    };
+    let fail = |message: String| Error::load(name.clone(), message);
     let size = std::fs::metadata(path)
         .map_err(|e| fail(format!("cannot read the graph file: {e}")))?
         .len();

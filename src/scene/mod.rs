@@ -211,9 +211,14 @@ impl Scene {
         let count = u32::try_from(mesh.triangles.len())
             .ok()
             .and_then(|n| self.next_triangle.checked_add(n))
-            .ok_or(crate::Error::TooLarge {
-                what: "scene triangle ids",
-                limit: u32::MAX as u64,
+            .filter(|&n| u64::from(n) <= crate::limits::MAX_TRIANGLES)
+            .ok_or_else(|| {
+                crate::Error::too_large(
+                    "scene triangles",
+                    u64::from(self.next_triangle) + mesh.triangles.len() as u64,
+                    crate::limits::MAX_TRIANGLES,
+                    "simplify the meshes or split the level",
+                )
             })?;
         self.next_triangle = count;
         self.objects.push(Some(Object {

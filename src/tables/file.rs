@@ -184,19 +184,18 @@ impl TableFile {
     /// [`Error::Load`] naming the file and saying whether to recompute or re-download.
     pub fn read_from(path: impl AsRef<Path>) -> Result<TableFile> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|e| Error::Load {
-            path: path.display().to_string(),
-            message: format!("cannot read the table: {e}"),
+        let bytes = std::fs::read(path).map_err(|e| {
+            Error::load(
+                path.display().to_string(),
+                format!("cannot read the table: {e}"),
+            )
         })?;
         TableFile::from_bytes(&bytes, &path.display().to_string())
     }
 
     /// Parses the bytes of a table file; `name` is the file name errors report.
     pub fn from_bytes(bytes: &[u8], name: &str) -> Result<TableFile> {
-        parse(bytes).map_err(|message| Error::Load {
-            path: name.to_string(),
-            message,
-        })
+        parse(bytes).map_err(|message| Error::load(name.to_string(), message))
     }
 }
 

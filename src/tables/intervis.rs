@@ -124,10 +124,17 @@ pub fn compute_intervis(
     mut progress: impl FnMut(u64, u64),
 ) -> Result<IntervisTable> {
     super::check_shard(shard)?;
-    let n = u32::try_from(waypoints.len()).map_err(|_| Error::TooLarge {
-        what: "waypoint count",
-        limit: u64::from(u32::MAX),
-    })?;
+    let n = u32::try_from(waypoints.len())
+        .ok()
+        .filter(|&n| u64::from(n) <= crate::limits::MAX_WAYPOINTS)
+        .ok_or_else(|| {
+            Error::too_large(
+                "waypoint count",
+                waypoints.len() as u64,
+                crate::limits::MAX_WAYPOINTS,
+                "use a larger --spacing, or split the level",
+            )
+        })?;
     let r2 = range.map_or(f32::INFINITY, |r| r * r);
     let rows: Vec<u32> = (shard.0..n).step_by(shard.1 as usize).collect();
     let mut entries = Vec::new();

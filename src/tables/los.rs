@@ -340,9 +340,14 @@ fn check_inputs(
     let n = u32::try_from(waypoints.len())
         .ok()
         .filter(|&n| n < u32::MAX)
-        .ok_or(Error::TooLarge {
-            what: "waypoint count",
-            limit: u64::from(u32::MAX - 1),
+        .filter(|&n| u64::from(n) <= crate::limits::MAX_WAYPOINTS)
+        .ok_or_else(|| {
+            Error::too_large(
+                "waypoint count",
+                waypoints.len() as u64,
+                crate::limits::MAX_WAYPOINTS,
+                "use a larger --spacing, or split the level",
+            )
         })?;
     if let Some(k) = waypoints.iter().position(|p| !p.is_finite()) {
         return Err(Error::InvalidInput(format!(

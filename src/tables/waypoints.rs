@@ -204,19 +204,14 @@ pub fn sample_waypoints(
 pub fn read_waypoints(path: impl AsRef<Path>) -> Result<Vec<Vec3>> {
     let path = path.as_ref();
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| Error::Load {
-        path: name.clone(),
-        message: format!("cannot read the waypoint file: {e}"),
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::load(name.clone(), format!("cannot read the waypoint file: {e}")))?;
     let parsed = if text.trim_start().starts_with('[') {
         parse_waypoints_json(&text)
     } else {
         parse_waypoints_csv(&text)
     };
-    parsed.map_err(|message| Error::Load {
-        path: name,
-        message,
-    })
+    parsed.map_err(|message| Error::load(name, message))
 }
 
 /// Parses CSV waypoints: one `x,y,z` per line (metres, +Y up, `y` at the feet). Blank lines

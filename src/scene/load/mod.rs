@@ -140,10 +140,7 @@ pub fn load(path: impl AsRef<Path>, options: &LoadOptions) -> crate::Result<(Sce
 }
 
 pub(crate) fn load_error(path: &Path, message: impl Into<String>) -> crate::Error {
-    crate::Error::Load {
-        path: path.display().to_string(),
-        message: message.into(),
-    }
+    crate::Error::load(path.display(), message)
 }
 
 /// Accumulates converted vertices, kept triangles and the material table.
@@ -210,9 +207,15 @@ impl<'a> Builder<'a> {
         }
         u32::try_from(self.mesh.positions.len())
             .map(|_| base as u32)
-            .map_err(|_| crate::Error::TooLarge {
-                what: "mesh vertices",
-                limit: u32::MAX as u64,
+            .ok()
+            .filter(|&n| u64::from(n) <= crate::limits::MAX_VERTICES)
+            .ok_or_else(|| {
+                crate::Error::too_large(
+                    "mesh vertices",
+                    self.mesh.positions.len() as u64,
+                    crate::limits::MAX_VERTICES,
+                    "split the mesh into several files",
+                )
             })
     }
 
