@@ -12,6 +12,7 @@
 pub mod agent;
 pub mod bvh;
 pub mod cover;
+mod csv;
 mod engine;
 mod error;
 pub mod fireteam;

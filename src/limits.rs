@@ -24,7 +24,7 @@ pub const MAX_TRIANGLES: u64 = 1 << 28;
 /// Vertices one loaded mesh (or glTF accessor) may claim.
 pub const MAX_VERTICES: u64 = 1 << 28;
 /// Procedural detail level (triangles grow with its square).
-pub const MAX_DETAIL: u32 = 64;
+pub const MAX_DETAIL: u32 = 32;
 /// Shards a table may be split into.
 pub const MAX_SHARDS: u32 = 1 << 16;
 /// Waypoints (or nav nodes) one table or graph may hold.

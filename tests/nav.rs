@@ -1377,11 +1377,11 @@ fn json_and_csv_graph_files_round_trip_exactly() {
     let costs = CostParams::standard();
     assert!(g.edges().iter().any(|e| e.kinds != EdgeKinds::NONE));
     let json = g.to_json().to_string();
-    let (nodes, edges) = nav::parse_graph_json(&json).unwrap();
+    let (nodes, edges) = nav::parse_graph_json(&json, "g.json").unwrap();
     let back = NavGraph::new(nodes, edges, &costs).unwrap();
     assert_eq!(&back, g, "JSON round trip changed the graph");
     let csv = g.to_csv();
-    let (nodes, edges) = nav::parse_graph_csv(&csv).unwrap();
+    let (nodes, edges) = nav::parse_graph_csv(&csv, "g.csv").unwrap();
     let back = NavGraph::new(nodes, edges, &costs).unwrap();
     assert_eq!(&back, g, "CSV round trip changed the graph");
     for (name, text) in [("g.json", &json), ("g.csv", &csv)] {
@@ -1503,12 +1503,20 @@ fn bad_graph_files_are_errors_naming_the_line_or_element() {
         }
     }
     // The parsers name the element themselves.
-    let e = nav::parse_graph_json("[1, 2]").unwrap_err();
+    let e = nav::parse_graph_json("[1, 2]", "g.json")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("JSON object"), "{e}");
-    let e =
-        nav::parse_graph_json(r#"{"nodes": [[0,0,0],[1,0,0]], "edges": [[1, 1]]}"#).unwrap_err();
+    let e = nav::parse_graph_json(
+        r#"{"nodes": [[0,0,0],[1,0,0]], "edges": [[1, 1]]}"#,
+        "g.json",
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("edge 0"), "{e}");
-    let e = nav::parse_graph_json(r#"{"nodes": [[0,0,0]], "edges": [[0, 1.5]]}"#).unwrap_err();
+    let e = nav::parse_graph_json(r#"{"nodes": [[0,0,0]], "edges": [[0, 1.5]]}"#, "g.json")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("edges[0]"), "{e}");
     assert!(nav::read_graph(tmp("does-not-exist.json"), &costs).is_err());
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -328,21 +328,45 @@ fn merged_shards_equal_a_single_run_byte_for_byte() {
 #[test]
 fn waypoint_files_parse_and_bad_lines_are_named() {
     let csv = "x,y,z\n1,2,3\n\n# comment\n4.5, 0, -6e1\n";
-    let w = tables::parse_waypoints_csv(csv).unwrap();
+    let w = tables::parse_waypoints_csv(csv, "w.csv").unwrap();
     assert_eq!(
         w,
         vec![Vec3::new(1.0, 2.0, 3.0), Vec3::new(4.5, 0.0, -60.0)]
     );
-    let err = tables::parse_waypoints_csv("1,2,3\n4,5\n").unwrap_err();
-    assert!(err.contains("line 2"), "{err}");
-    let err = tables::parse_waypoints_csv("x,y,z\n1,2,3\n1,nan,3\n").unwrap_err();
-    assert!(err.contains("line 3"), "{err}");
-    let j = tables::parse_waypoints_json(" [[1, 2, 3], [4,5,6]] ").unwrap();
+    let err = tables::parse_waypoints_csv("1,2,3\n4,5\n", "w.csv").unwrap_err();
+    assert!(matches!(err, Error::Load { line: Some(2), .. }), "{err}");
+    let err = tables::parse_waypoints_csv("x,y,z\n1,2,3\n1,nan,3\n", "w.csv").unwrap_err();
+    assert!(err.to_string().starts_with("w.csv:3: "), "{err}");
+    // A header is field names only: a malformed number on the first line is an error.
+    for first in ["0x1p3,0,0", "1O,2,3", "inf,1,2"] {
+        let err = tables::parse_waypoints_csv(&format!("{first}\n1,2,3\n"), "w.csv").unwrap_err();
+        assert!(
+            matches!(err, Error::Load { line: Some(1), .. }),
+            "{first}: {err}"
+        );
+    }
+    // JSON that is not an array of points is not taken for a header.
+    let err = tables::parse_waypoints_csv("{\"points\": [[1, 2, 3]]}\n", "w.csv").unwrap_err();
+    assert!(matches!(err, Error::Load { line: Some(1), .. }), "{err}");
+    let j = tables::parse_waypoints_json(" [[1, 2, 3], [4,5,6]] ", "w.json").unwrap();
     assert_eq!(j[1], Vec3::new(4.0, 5.0, 6.0));
-    assert!(tables::parse_waypoints_json("[]").unwrap().is_empty());
-    assert!(tables::parse_waypoints_json("[[1,2,3],[4,5]]")
+    assert!(tables::parse_waypoints_json("[]", "w.json")
+        .unwrap()
+        .is_empty());
+    assert!(tables::parse_waypoints_json("[[1,2,3],[4,5]]", "w.json")
         .unwrap_err()
+        .to_string()
         .contains("element 1"));
+    for (name, text) in [
+        ("empty.csv", ""),
+        ("comments.csv", "# none\nx,y,z\n"),
+        ("empty.json", "[]"),
+    ] {
+        let path = tmp(name);
+        std::fs::write(&path, text).unwrap();
+        let msg = tables::read_waypoints(&path).unwrap_err().to_string();
+        assert!(msg.contains(name) && msg.contains("no waypoints"), "{msg}");
+    }
     let path = tmp("waypoints.csv");
     std::fs::write(&path, "x,y,z\n0,0,0\n1,1\n").unwrap();
     let msg = tables::read_waypoints(&path).unwrap_err().to_string();

@@ -37,11 +37,15 @@ pub fn read_graph(path: impl AsRef<Path>, costs: &CostParams) -> Result<NavGraph
     let text = std::fs::read_to_string(path)
         .map_err(|e| fail(format!("cannot read the graph file: {e}")))?;
     let (nodes, edges) = if text.trim_start().starts_with('{') {
-        parse_graph_json(&text)
+        parse_graph_json(&text, &name)?
     } else {
-        parse_graph_csv(&text)
+        parse_graph_csv(&text, &name)?
+    };
+    if nodes.is_empty() {
+        return Err(fail(
+            "no nodes: expected `node,x,y,z` lines or a JSON graph".into(),
+        ));
     }
-    .map_err(fail)?;
     NavGraph::new(nodes, edges, costs).map_err(|e| fail(e.to_string()))
 }
 
@@ -69,7 +73,11 @@ fn check_refs(nodes: &[Vec3], edges: &mut [Edge], given_length: &[bool]) -> Resu
 }
 
 /// Parses a JSON graph (see the module docs) into nodes and edges.
-pub fn parse_graph_json(text: &str) -> Result<(Vec<Vec3>, Vec<Edge>), String> {
+pub fn parse_graph_json(text: &str, source: &str) -> Result<(Vec<Vec3>, Vec<Edge>)> {
+    json_graph(text).map_err(|m| Error::load(source, m))
+}
+
+fn json_graph(text: &str) -> Result<(Vec<Vec3>, Vec<Edge>), String> {
     let v: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
     let obj = v
         .as_object()
@@ -92,9 +100,14 @@ pub fn parse_graph_json(text: &str) -> Result<(Vec<Vec3>, Vec<Edge>), String> {
         .iter()
         .enumerate()
         .map(|(k, p)| {
-            let c = numbers(p).filter(|c| c.len() == 3).ok_or_else(|| {
-                format!("nodes[{k}]: expected [x, y, z] with three finite numbers")
-            })?;
+            let lim = f64::from(crate::limits::MAX_COORDINATE);
+            let c = numbers(p)
+                .filter(|c| c.len() == 3 && c.iter().all(|x| x.abs() <= lim))
+                .ok_or_else(|| {
+                    format!(
+                        "nodes[{k}]: expected [x, y, z] with three finite numbers within {lim:e}"
+                    )
+                })?;
             Ok(Vec3::new(c[0] as f32, c[1] as f32, c[2] as f32))
         })
         .collect::<Result<Vec<_>, String>>()?;
@@ -160,33 +173,19 @@ fn numbers(v: &Value) -> Option<Vec<f64>> {
         .collect()
 }
 
-/// Parses a CSV graph (see the module docs) into nodes and edges.
-pub fn parse_graph_csv(text: &str) -> Result<(Vec<Vec3>, Vec<Edge>), String> {
+/// Parses a CSV graph (see the module docs) into nodes and edges. Errors name `source` and
+/// the 1-based line.
+pub fn parse_graph_csv(text: &str, source: &str) -> Result<(Vec<Vec3>, Vec<Edge>)> {
     let mut nodes = Vec::new();
     let mut edges = Vec::new();
     let mut given = Vec::new();
-    let mut first = true;
-    for (k, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-        let at = |e: String| format!("line {}: {e} in `{line}`", k + 1);
-        if std::mem::take(&mut first) && fields[0].eq_ignore_ascii_case("type") {
-            continue;
-        }
+    for (line, fields) in crate::csv::records(text) {
+        let at = |e: String| Error::load_at(source, line, format!("{e} in `{}`", fields.join(",")));
         match fields[0] {
             "node" => {
-                if fields.len() != 4 {
-                    return Err(at("expected node,x,y,z".into()));
-                }
-                let c: Vec<f32> = fields[1..]
-                    .iter()
-                    .map(|f| f.parse::<f32>().ok().filter(|x| x.is_finite()))
-                    .collect::<Option<_>>()
-                    .ok_or_else(|| at("x, y and z must be finite numbers".into()))?;
-                nodes.push(Vec3::new(c[0], c[1], c[2]));
+                let c = crate::csv::numbers::<3>(&fields[1..])
+                    .map_err(|e| at(format!("expected node,x,y,z: {e}")))?;
+                nodes.push(Vec3::from(c));
             }
             "edge" => {
                 if !(3..=5).contains(&fields.len()) {
@@ -197,7 +196,7 @@ pub fn parse_graph_csv(text: &str) -> Result<(Vec<Vec3>, Vec<Edge>), String> {
                         .map_err(|_| at(format!("`{f}` is not a node index")))
                 };
                 let kinds = match fields.get(3) {
-                    Some(t) => EdgeKinds::parse(t).map_err(at)?,
+                    Some(t) => EdgeKinds::parse(t).map_err(&at)?,
                     None => EdgeKinds::NONE,
                 };
                 let length = match fields.get(4) {
@@ -228,7 +227,7 @@ pub fn parse_graph_csv(text: &str) -> Result<(Vec<Vec3>, Vec<Edge>), String> {
             )));
         }
     }
-    check_refs(&nodes, &mut edges, &given)?;
+    check_refs(&nodes, &mut edges, &given).map_err(|m| Error::load(source, m))?;
     Ok((nodes, edges))
 }
 

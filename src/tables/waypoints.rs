@@ -200,54 +200,54 @@ pub fn sample_waypoints(
 
 /// Reads waypoints from a file: a JSON array of `[x, y, z]` arrays when the first
 /// non-blank character is `[`, otherwise CSV (see [`parse_waypoints_csv`]). Errors name the
-/// file and the line (CSV) or element (JSON).
+/// file and the line (CSV) or element (JSON); a file with no waypoints is an error.
 pub fn read_waypoints(path: impl AsRef<Path>) -> Result<Vec<Vec3>> {
     let path = path.as_ref();
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::load(name.clone(), format!("cannot read the waypoint file: {e}")))?;
-    let parsed = if text.trim_start().starts_with('[') {
-        parse_waypoints_json(&text)
+        .map_err(|e| Error::load(&name, format!("cannot read the waypoint file: {e}")))?;
+    let points = if text.trim_start().starts_with('[') {
+        parse_waypoints_json(&text, &name)?
     } else {
-        parse_waypoints_csv(&text)
+        parse_waypoints_csv(&text, &name)?
     };
-    parsed.map_err(|message| Error::load(name, message))
+    if points.is_empty() {
+        return Err(Error::load(
+            name,
+            "no waypoints: expected `x,y,z` lines or a JSON array `[[x, y, z], ...]`",
+        ));
+    }
+    crate::limits::check_size(
+        "waypoints in the file",
+        points.len() as u64,
+        crate::limits::MAX_WAYPOINTS,
+        "split the file",
+    )?;
+    Ok(points)
 }
 
 /// Parses CSV waypoints: one `x,y,z` per line (metres, +Y up, `y` at the feet). Blank lines
-/// and lines starting with `#` are skipped; the first other line may be a header (it is
-/// skipped when it holds a letter other than `e`/`E`, i.e. is not a number row). The error
-/// names the 1-based line and what was wrong with it.
-pub fn parse_waypoints_csv(text: &str) -> std::result::Result<Vec<Vec3>, String> {
-    let mut out = Vec::new();
-    let mut first = true;
-    for (k, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let header = first
-            && line
-                .chars()
-                .any(|c| c.is_alphabetic() && !matches!(c, 'e' | 'E'));
-        first = false;
-        if header {
-            continue;
-        }
-        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-        out.push(parse_xyz(&fields).map_err(|e| format!("line {}: {e} in `{line}`", k + 1))?);
-    }
-    Ok(out)
+/// and lines starting with `#` are skipped; the first other line may be a header of field
+/// names. An error is [`Error::Load`] naming `source` and the 1-based line.
+pub fn parse_waypoints_csv(text: &str, source: &str) -> Result<Vec<Vec3>> {
+    crate::csv::records(text)
+        .map(|(line, fields)| {
+            crate::csv::numbers::<3>(&fields)
+                .map(Vec3::from)
+                .map_err(|e| Error::load_at(source, line, format!("{e} in `{}`", fields.join(","))))
+        })
+        .collect()
 }
 
 /// Parses a JSON array of `[x, y, z]` number arrays (nothing else: no objects, no nesting
-/// beyond that). The error names the 0-based element.
-pub fn parse_waypoints_json(text: &str) -> std::result::Result<Vec<Vec3>, String> {
+/// beyond that). The error names `source` and the 0-based element.
+pub fn parse_waypoints_json(text: &str, source: &str) -> Result<Vec<Vec3>> {
+    let fail = |m: String| Error::load(source, m);
     let body = text.trim();
     let inner = body
         .strip_prefix('[')
         .and_then(|b| b.strip_suffix(']'))
-        .ok_or("expected a JSON array `[[x, y, z], ...]`")?
+        .ok_or_else(|| fail("expected a JSON array `[[x, y, z], ...]`".into()))?
         .trim();
     let mut out = Vec::new();
     let mut rest = inner;
@@ -255,41 +255,25 @@ pub fn parse_waypoints_json(text: &str) -> std::result::Result<Vec<Vec3>, String
         let k = out.len();
         let open = rest
             .strip_prefix('[')
-            .ok_or_else(|| format!("element {k}: expected `[x, y, z]`"))?;
+            .ok_or_else(|| fail(format!("element {k}: expected `[x, y, z]`")))?;
         let close = open
             .find(']')
-            .ok_or_else(|| format!("element {k}: missing `]`"))?;
+            .ok_or_else(|| fail(format!("element {k}: missing `]`")))?;
         let fields: Vec<&str> = open[..close].split(',').map(str::trim).collect();
-        out.push(parse_xyz(&fields).map_err(|e| format!("element {k}: {e}"))?);
+        out.push(Vec3::from(
+            crate::csv::numbers::<3>(&fields).map_err(|e| fail(format!("element {k}: {e}")))?,
+        ));
         rest = open[close + 1..].trim_start();
         if let Some(r) = rest.strip_prefix(',') {
             rest = r.trim_start();
             if rest.is_empty() {
-                return Err(format!("trailing `,` after element {k}"));
+                return Err(fail(format!("trailing `,` after element {k}")));
             }
         } else if !rest.is_empty() {
-            return Err(format!("element {k}: expected `,` or `]` after it"));
+            return Err(fail(format!("element {k}: expected `,` or `]` after it")));
         }
     }
     Ok(out)
-}
-
-fn parse_xyz(fields: &[&str]) -> std::result::Result<Vec3, String> {
-    if fields.len() != 3 {
-        return Err(format!(
-            "expected 3 numbers x,y,z, found {} fields",
-            fields.len()
-        ));
-    }
-    let mut v = [0.0f32; 3];
-    for (slot, f) in v.iter_mut().zip(fields) {
-        *slot = f
-            .parse::<f32>()
-            .ok()
-            .filter(|x| x.is_finite())
-            .ok_or_else(|| format!("`{f}` is not a finite number"))?;
-    }
-    Ok(Vec3::from(v))
 }
 
 /// FNV-1a 64 of the waypoints' `f32` bits (x, y, z, little-endian): identifies a waypoint set

@@ -176,35 +176,75 @@ impl Occlusion {
     }
 }
 
-/// Rejects NaN/Inf before anything reaches a kernel.
-pub fn validate_segments(segments: &[Segment]) -> crate::Result<()> {
-    for (index, s) in segments.iter().enumerate() {
-        if !(s.start().is_finite() && s.end().is_finite()) {
-            return Err(crate::Error::NonFiniteQuery {
-                index,
-                what: "segment end point",
-            });
-        }
-    }
-    Ok(())
+/// True when every coordinate is finite and within [`crate::limits::MAX_COORDINATE`].
+pub(crate) fn in_range(p: Vec3) -> bool {
+    p.is_finite() && p.abs().max_element() <= crate::limits::MAX_COORDINATE
 }
 
-/// Rejects NaN/Inf origins and directions, zero directions and NaN or negative `t_max`
-/// (`t_max = +inf` is allowed: an unbounded ray).
-pub fn validate_rays(rays: &[Ray]) -> crate::Result<()> {
-    for (index, r) in rays.iter().enumerate() {
-        let what = if !r.origin().is_finite() {
-            "ray origin"
-        } else if !r.dir().is_finite() || r.dir() == Vec3::ZERO {
-            "ray direction (must be finite and non-zero)"
-        } else if r.t_max.is_nan() || r.t_max < 0.0 {
-            "ray t_max (must be >= 0)"
+/// Rejects NaN/Inf end points and coordinates beyond [`crate::limits::MAX_COORDINATE`] before
+/// anything reaches a kernel. A zero-length segment is valid and blocked by nothing.
+pub fn validate_segments(segments: &[Segment]) -> crate::Result<()> {
+    for (index, s) in segments.iter().enumerate() {
+        let what = if !(s.start().is_finite() && s.end().is_finite()) {
+            "a NaN or infinite segment end point"
+        } else if !(in_range(s.start()) && in_range(s.end())) {
+            "a segment end point too far from the origin"
         } else {
             continue;
         };
         return Err(crate::Error::NonFiniteQuery { index, what });
     }
     Ok(())
+}
+
+/// Rejects NaN/Inf origins and directions, zero directions, coordinates beyond
+/// [`crate::limits::MAX_COORDINATE`] and NaN or negative `t_max` (`t_max = +inf` is allowed: an
+/// unbounded ray).
+pub fn validate_rays(rays: &[Ray]) -> crate::Result<()> {
+    for (index, r) in rays.iter().enumerate() {
+        let what = if !r.origin().is_finite() {
+            "a NaN or infinite ray origin"
+        } else if !in_range(r.origin()) {
+            "a ray origin too far from the origin"
+        } else if !in_range(r.dir()) || r.dir() == Vec3::ZERO {
+            "a zero, NaN, infinite or too long ray direction"
+        } else if r.t_max.is_nan() || r.t_max < 0.0 {
+            "a NaN or negative ray t_max"
+        } else {
+            continue;
+        };
+        return Err(crate::Error::NonFiniteQuery { index, what });
+    }
+    Ok(())
+}
+
+/// Reads segments from a CSV file: `x0,y0,z0,x1,y1,z1` per line, an optional header of field
+/// names first. A line that is not six finite numbers within
+/// [`crate::limits::MAX_COORDINATE`] is an [`Error::Load`](crate::Error::Load) naming the file
+/// and the 1-based line; a file with no segments is an error too.
+pub fn read_segments(path: impl AsRef<std::path::Path>) -> crate::Result<Vec<Segment>> {
+    let path = path.as_ref();
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| crate::Error::load(&name, format!("cannot read the segment file: {e}")))?;
+    let segs = crate::csv::records(&text)
+        .map(|(line, fields)| {
+            let v = crate::csv::numbers::<6>(&fields).map_err(|e| {
+                crate::Error::load_at(&name, line, format!("expected x0,y0,z0,x1,y1,z1: {e}"))
+            })?;
+            Ok(Segment::new(
+                Vec3::new(v[0], v[1], v[2]),
+                Vec3::new(v[3], v[4], v[5]),
+            ))
+        })
+        .collect::<crate::Result<Vec<_>>>()?;
+    if segs.is_empty() {
+        return Err(crate::Error::load(
+            name,
+            "no segments: expected lines of x0,y0,z0,x1,y1,z1",
+        ));
+    }
+    Ok(segs)
 }
 
 /// SplitMix64: the seeded generator tests, benches and procedural scenes share.

@@ -6,8 +6,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use glam::Vec3;
 use sightline::scene::{self, procedural, LoadOptions, UpAxis};
 use sightline::viewshed::{viewshed, CellState, ViewshedParams};
-use sightline::{Engine, Mask, Scene, Segment};
-use std::io::{BufRead, BufWriter, Write};
+use sightline::{Engine, Mask, Scene};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -354,41 +354,41 @@ enum Command {
     },
 }
 
+/// Comma-separated finite numbers within [`sightline::limits::MAX_COORDINATE`] metres.
+fn parse_numbers(s: &str) -> Result<Vec<f32>, String> {
+    let lim = sightline::limits::MAX_COORDINATE;
+    s.split(',')
+        .map(|p| match p.trim().parse::<f32>() {
+            Ok(c) if c.is_finite() && c.abs() <= lim => Ok(c),
+            Ok(c) => Err(format!(
+                "'{p}' is {c}: coordinates must be finite metres within {lim:e}"
+            )),
+            Err(e) => Err(format!("'{p}': {e}")),
+        })
+        .collect()
+}
+
 fn parse_vec3(s: &str) -> Result<Vec3, String> {
-    let v: Vec<f32> = s
-        .split(',')
-        .map(|p| p.trim().parse::<f32>().map_err(|e| format!("'{p}': {e}")))
-        .collect::<Result<_, _>>()?;
-    match v[..] {
-        [x, y, z] if v.iter().all(|c| c.is_finite()) => Ok(Vec3::new(x, y, z)),
-        _ => Err(format!("expected three finite numbers X,Y,Z, got '{s}'")),
+    match parse_numbers(s)?[..] {
+        [x, y, z] => Ok(Vec3::new(x, y, z)),
+        _ => Err(format!("expected three numbers X,Y,Z, got '{s}'")),
     }
 }
 
 /// X,Z (y left NaN: the nearest node by horizontal distance) or X,Y,Z.
 fn parse_place(s: &str) -> Result<Vec3, String> {
-    let v: Vec<f32> = s
-        .split(',')
-        .map(|p| p.trim().parse::<f32>().map_err(|e| format!("'{p}': {e}")))
-        .collect::<Result<_, _>>()?;
-    match v[..] {
-        [x, z] if x.is_finite() && z.is_finite() => Ok(Vec3::new(x, f32::NAN, z)),
-        [x, y, z] if v.iter().all(|c| c.is_finite()) => Ok(Vec3::new(x, y, z)),
+    match parse_numbers(s)?[..] {
+        [x, z] => Ok(Vec3::new(x, f32::NAN, z)),
+        [x, y, z] => Ok(Vec3::new(x, y, z)),
         _ => Err(format!("expected X,Z or X,Y,Z in metres, got '{s}'")),
     }
 }
 
 fn parse_area(s: &str) -> Result<[f32; 4], String> {
-    let v: Vec<f32> = s
-        .split(',')
-        .map(|p| p.trim().parse::<f32>().map_err(|e| format!("'{p}': {e}")))
-        .collect::<Result<_, _>>()?;
-    match v[..] {
-        [x0, z0, x1, z1] if v.iter().all(|c| c.is_finite()) && x0 != x1 && z0 != z1 => {
-            Ok([x0, z0, x1, z1])
-        }
+    match parse_numbers(s)?[..] {
+        [x0, z0, x1, z1] if x0 != x1 && z0 != z1 => Ok([x0, z0, x1, z1]),
         _ => Err(format!(
-            "expected four finite numbers X0,Z0,X1,Z1 (two opposite corners), got '{s}'"
+            "expected four numbers X0,Z0,X1,Z1 (two opposite corners), got '{s}'"
         )),
     }
 }
@@ -423,8 +423,8 @@ fn load_scene(a: &SceneArgs) -> AnyResult<Scene> {
 }
 
 fn load_or_generate(a: &SceneArgs) -> AnyResult<Scene> {
-    if let Some(s) = procedural::by_name(&a.scene, a.seed, a.detail) {
-        return Ok(s);
+    if procedural::NAMES.contains(&a.scene.as_str()) {
+        return Ok(procedural::by_name(&a.scene, a.seed, a.detail)?);
     }
     if !Path::new(&a.scene).exists() {
         return Err(format!(
@@ -467,7 +467,7 @@ fn run(cli: Cli) -> AnyResult<()> {
             mask,
             out,
         } => {
-            let segs = read_segments(&segments)?;
+            let segs = sightline::trace::read_segments(&segments)?;
             let s = load_scene(&scene)?;
             let e = engine(scene.backend)?;
             let mask = match mask {
@@ -476,9 +476,17 @@ fn run(cli: Cli) -> AnyResult<()> {
             };
             let t = std::time::Instant::now();
             // The first hit between the ends: a closest-hit ray bounded at the segment's end.
+            // A zero-length segment crosses nothing: it keeps a placeholder ray with no length
+            // (t_max 0) so rows stay aligned, and is reported as no hit.
             let rays: Vec<_> = segs
                 .iter()
-                .map(|s| sightline::Ray::new(s.start(), s.end() - s.start(), 1.0))
+                .map(|s| {
+                    let d = s.end() - s.start();
+                    match d == Vec3::ZERO {
+                        true => sightline::Ray::new(s.start(), Vec3::X, 0.0),
+                        false => sightline::Ray::new(s.start(), d, 1.0),
+                    }
+                })
                 .collect();
             // Big files go in batches of 1M with a progress bar.
             let bar = indicatif::ProgressBar::new(rays.len() as u64);
@@ -762,7 +770,7 @@ fn run(cli: Cli) -> AnyResult<()> {
                 v.rays_per_second() / 1e6
             );
             if let Some(path) = png {
-                picture::viewshed_png(&v)
+                picture::viewshed_png(&v)?
                     .save(&path)
                     .map_err(|e| format!("{}: {e}", path.display()))?;
                 println!("wrote {}", path.display());
@@ -777,33 +785,3 @@ mod fireteam_cmd;
 mod nav_cmd;
 mod tables_cmd;
 mod tpm_cmd;
-
-fn read_segments(path: &Path) -> AnyResult<Vec<Segment>> {
-    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut segs = Vec::new();
-    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line?;
-        let t = line.trim();
-        if t.is_empty() || t.starts_with('#') {
-            continue;
-        }
-        let v: Result<Vec<f32>, _> = t.split(',').map(|p| p.trim().parse::<f32>()).collect();
-        match v {
-            Ok(v) if v.len() == 6 && v.iter().all(|c| c.is_finite()) => segs.push(Segment::new(
-                Vec3::new(v[0], v[1], v[2]),
-                Vec3::new(v[3], v[4], v[5]),
-            )),
-            // A header line is allowed as the first line.
-            Err(_) if segs.is_empty() && n == 0 && t.chars().any(|c| c.is_ascii_alphabetic()) => {}
-            _ => {
-                return Err(format!(
-                    "{}:{}: expected six finite numbers x0,y0,z0,x1,y1,z1, got '{t}'",
-                    path.display(),
-                    n + 1
-                )
-                .into())
-            }
-        }
-    }
-    Ok(segs)
-}

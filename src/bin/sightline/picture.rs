@@ -5,7 +5,14 @@ use sightline::viewshed::{CellState, Viewshed};
 
 /// Visible ground bright yellow, hidden ground dark blue, both shaded by height; not ground
 /// (roofs of cars, steep slopes, nothing) near-black; the observer a red ring. +X right, +Z down.
-pub fn viewshed_png(v: &Viewshed) -> RgbImage {
+pub fn viewshed_png(v: &Viewshed) -> Result<RgbImage, String> {
+    let side = sightline::limits::MAX_PICTURE_SIDE as usize;
+    if v.width.max(v.height) > side {
+        return Err(format!(
+            "the viewshed is {} x {} cells, more than {side} a side for a picture: use a larger --cell",
+            v.width, v.height
+        ));
+    }
     let scale = (512 / v.width.max(v.height)).max(1) as u32;
     let (lo, hi) = v
         .ground
@@ -46,7 +53,7 @@ pub fn viewshed_png(v: &Viewshed) -> RgbImage {
         6.0 * scale as f32 / 2.0 + 4.0,
         Rgb([230, 30, 30]),
     );
-    img
+    Ok(img)
 }
 
 fn tint(c: [f32; 3], k: f32) -> Rgb<u8> {
@@ -74,6 +81,9 @@ fn ring(img: &mut RgbImage, (cx, cy): (f32, f32), radius: f32, colour: Rgb<u8>) 
 }
 
 /// A top-down canvas over a square of the world, `px` pixels per metre.
+/// Longest side of a canvas, in pixels.
+pub const MAX_SIDE: u32 = 4096;
+
 #[derive(Clone)]
 pub struct Canvas {
     pub img: RgbImage,
@@ -82,8 +92,16 @@ pub struct Canvas {
 }
 
 impl Canvas {
+    /// A square `size` metres a side at `px` pixels a metre, or fewer: the side never exceeds
+    /// [`MAX_SIDE`] pixels, however far apart the things drawn on it are.
     pub fn new(center: glam::Vec3, size: f32, px: f32) -> Canvas {
-        let n = (size * px).ceil() as u32;
+        let size = if size.is_finite() && size > 0.0 {
+            size
+        } else {
+            1.0
+        };
+        let px = px.min(MAX_SIDE as f32 / size);
+        let n = ((size * px).ceil() as u32).clamp(1, MAX_SIDE);
         Canvas {
             img: RgbImage::from_pixel(n, n, Rgb([25, 25, 25])),
             origin: (center.x - size / 2.0, center.z - size / 2.0),

@@ -38,26 +38,62 @@ use glam::{Affine3A, Vec3};
 /// The built-in scene names, in the order the CLI lists them.
 pub const NAMES: [&str; 4] = ["rock", "village", "sniper", "urban"];
 
-/// A built-in scene by name; `None` for an unknown name.
-#[must_use]
-pub fn by_name(name: &str, seed: u64, detail: u32) -> Option<Scene> {
-    Some(match name {
-        "rock" => rock(seed, detail),
-        "village" => village(seed, detail),
-        "sniper" => sniper(seed, detail),
-        "urban" => urban(seed, detail),
-        _ => return None,
-    })
+/// A built-in scene by name. An unknown name is [`Error::InvalidParameter`](crate::Error);
+/// a detail over [`MAX_DETAIL`](crate::limits::MAX_DETAIL), or one whose triangles would not fit
+/// the triangle limit or this machine's memory, is refused before anything is built.
+pub fn by_name(name: &str, seed: u64, detail: u32) -> crate::Result<Scene> {
+    let build = |d: u32| -> Option<Scene> {
+        Some(match name {
+            "rock" => rock(seed, d),
+            "village" => village(seed, d),
+            "sniper" => sniper(seed, d),
+            "urban" => urban(seed, d),
+            _ => return None,
+        })
+    };
+    let unknown = || {
+        crate::Error::param(
+            "scene",
+            name,
+            format!("one of the built-in scenes: {}", NAMES.join(", ")),
+        )
+    };
+    let limit = u64::from(crate::limits::MAX_DETAIL);
+    crate::limits::check_size(
+        "detail",
+        u64::from(detail),
+        limit,
+        "triangles grow with the square of the detail; use a smaller --detail",
+    )?;
+    if detail > 1 {
+        // Triangle counts grow as a + b d + c d^2, so detail 1's count times d^2 bounds them.
+        let bound =
+            build(1).ok_or_else(unknown)?.triangle_count() as u64 * u64::from(detail).pow(2);
+        crate::limits::check_size(
+            &format!("the triangles of `{name}` at detail {detail} (at most)"),
+            bound,
+            crate::limits::MAX_TRIANGLES,
+            "use a smaller --detail",
+        )?;
+        crate::limits::check_memory(
+            &format!("`{name}` at detail {detail}"),
+            bound * BYTES_PER_TRIANGLE,
+            "use a smaller --detail",
+        )?;
+    }
+    build(detail).ok_or_else(unknown)
 }
 
-/// Largest detail [`detail_for_triangles`] will consider.
-const MAX_DETAIL: u32 = 512;
+/// Memory a scene needs per triangle, about: world positions, ids, materials and BVH.
+const BYTES_PER_TRIANGLE: u64 = 160;
+
+use crate::limits::MAX_DETAIL;
 
 /// Smallest detail whose scene has at least `triangles` triangles (benchmarks use it to reach
-/// 1M+). `None` for an unknown name or a count beyond detail 512.
+/// 1M+). `None` for an unknown name or a count beyond [`MAX_DETAIL`].
 #[must_use]
 pub fn detail_for_triangles(name: &str, seed: u64, triangles: usize) -> Option<u32> {
-    let count = |d: u32| by_name(name, seed, d).map(|s| s.triangle_count());
+    let count = |d: u32| by_name(name, seed, d).ok().map(|s| s.triangle_count());
     let c1 = count(1)?;
     if c1 >= triangles {
         return Some(1);

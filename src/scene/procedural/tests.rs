@@ -78,7 +78,19 @@ fn every_scene_is_valid_deterministic_and_grows_with_detail() {
         );
         assert!(default_observer(name).is_some());
     }
-    assert!(by_name("nope", 1, 1).is_none());
+    assert!(by_name("nope", 1, 1).is_err());
+    let e = by_name("urban", 1, 2000).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            crate::Error::TooLarge {
+                requested: 2000,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("--detail"), "{e}");
     assert!(default_observer("nope").is_none());
 }
 
