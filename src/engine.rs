@@ -78,6 +78,11 @@ impl Engine {
 
     /// A headless GPU engine on its own device, or the CPU backend when no adapter exists (one
     /// log line says how to get one). Honours `WGPU_BACKEND` and `WGPU_ADAPTER_NAME`.
+    ///
+    /// On a machine without a desktop session (`XDG_RUNTIME_DIR` unset), Mesa's device-select
+    /// layer makes libwayland print "error: XDG_RUNTIME_DIR is invalid" while adapters are
+    /// listed; set `NODEVICE_SELECT=1` in the process environment before the first engine is
+    /// made to silence it (the `sightline` command does).
     #[must_use]
     pub fn headless() -> Engine {
         match Self::headless_gpu(EngineOptions::default()) {

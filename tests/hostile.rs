@@ -258,3 +258,22 @@ fn segments_are_traced_exactly_as_written() {
         assert!(d.is_finite() && d > 0.0, "{row}");
     }
 }
+
+#[test]
+fn no_loader_noise_without_a_desktop_session() {
+    // On a server or in CI there is no XDG_RUNTIME_DIR; the user did nothing wrong, so no
+    // "error:" line may appear when the GPU backend starts.
+    let o = Command::new(env!("CARGO_BIN_EXE_sightline"))
+        .args(["viewshed", "--scene", "rock", "--backend", "gpu"])
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("NODEVICE_SELECT")
+        .env("WGPU_BACKEND", "vulkan")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        !err.contains("XDG_RUNTIME_DIR") && !err.contains("error"),
+        "{err}"
+    );
+}

@@ -394,6 +394,7 @@ fn parse_area(s: &str) -> Result<[f32; 4], String> {
 }
 
 fn main() -> ExitCode {
+    quiet_device_select();
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
@@ -401,6 +402,18 @@ fn main() -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Mesa's device-select Vulkan layer asks Wayland which GPU drives the display; without a
+/// session (`XDG_RUNTIME_DIR` unset or not a directory: a server, a container, CI) libwayland
+/// prints "error: XDG_RUNTIME_DIR is invalid" twice per adapter query, though nothing is
+/// wrong and there is no display to choose by. Turn the layer off then (its documented switch),
+/// before any thread or Vulkan call exists.
+fn quiet_device_select() {
+    let session = std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|d| Path::new(&d).is_dir());
+    if !session && std::env::var_os("NODEVICE_SELECT").is_none() {
+        std::env::set_var("NODEVICE_SELECT", "1");
     }
 }
 
