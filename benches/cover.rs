@@ -1,6 +1,6 @@
 //! Cover queries: the dense search (`cover::dense`, its defaults: a 20 m radius, that is a 40 m
 //! square, whole-body visibility and the intervis check) and the sensor grid (Darken, Morgan and Paull,
-//! `SensorGridParams::darken2005`): the latency of one query and the throughput of a batch of
+//! `SensorGridParams::standard`): the latency of one query and the throughput of a batch of
 //! 1,000, on `village` and `dungeon.obj`, on our CPU backend and our GPU backend (one shared
 //! headless device; on a machine without a GPU that is lavapipe, a CPU Vulkan driver).
 //!
@@ -135,7 +135,7 @@ struct Case {
 
 fn prepare(name: &'static str, scene: Scene, seed: u64, gpu: Option<&Engine>) -> Case {
     let cpu = Engine::cpu();
-    let params = SensorGridParams::darken2005();
+    let params = SensorGridParams::standard();
     let t = Instant::now();
     let queries = queries(&cpu, &scene, seed);
     let setup = t.elapsed();
@@ -172,7 +172,7 @@ fn differing(a: &[CoverAnswer], b: &[CoverAnswer]) -> usize {
 }
 
 fn sensor_grid(c: &mut Criterion, cases: &[Case], gpu: Option<&Engine>) {
-    let params = SensorGridParams::darken2005();
+    let params = SensorGridParams::standard();
     let cpu = Engine::cpu();
     let engines: Vec<(&str, &Engine)> = std::iter::once(("cpu", &cpu))
         .chain(gpu.map(|g| ("gpu", g)))

@@ -31,7 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
 
     // Encode into the renderer's encoder, submit with its frame, read afterwards.
-    let pass = tracer.prepare_occluded(&scene, &segments, Mask::SIGHT.bits())?;
+    let pass = tracer.prepare_occluded(&scene, &segments, Mask::SIGHT)?;
     let mut encoder = device.create_command_encoder(&Default::default());
     // ... the renderer's own passes would be recorded here ...
     pass.encode(tracer, &mut encoder);

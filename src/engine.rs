@@ -152,7 +152,7 @@ impl Engine {
         match &self.gpu {
             None => Ok(cpu::occluded(&scene.tiers(), segments, mask.bits())),
             Some(gpu) => {
-                let pass = gpu.prepare_occluded(scene, segments, mask.bits())?;
+                let pass = gpu.prepare_occluded(scene, segments, mask)?;
                 gpu.run(&pass)?;
                 pass.read_occlusion(gpu)
             }
@@ -179,7 +179,7 @@ impl Engine {
         match &self.gpu {
             None => Ok(cpu::closest_hit(&scene.tiers(), rays, mask.bits())),
             Some(gpu) => {
-                let pass: TracePass = gpu.prepare_closest_hit(scene, rays, mask.bits())?;
+                let pass: TracePass = gpu.prepare_closest_hit(scene, rays, mask)?;
                 gpu.run(&pass)?;
                 pass.read_hits(gpu)
             }

@@ -6,7 +6,7 @@
 //! keep the nearer record, ties to the lower triangle id), so splitting never changes an answer.
 
 use crate::bvh::{Bvh, BvhNode, GpuTriangle};
-use crate::scene::{Scene, Tier};
+use crate::scene::{Mask, Scene, Tier};
 use crate::trace::{HitRecord, Occlusion, Ray, Segment, NO_HIT};
 use crate::{Error, Result};
 use std::sync::{Arc, Mutex};
@@ -277,24 +277,34 @@ impl GpuTracer {
         buffer_with(&self.device, &self.queue, label, usage, contents)
     }
 
-    /// Uploads `segments` and binds them for the `occluded` kernel.
+    /// Validates `segments` (as [`crate::Engine::occluded`] does), uploads them and binds them
+    /// for the `occluded` kernel.
     pub fn prepare_occluded(
         &self,
         scene: &Scene,
         segments: &[Segment],
-        mask: u32,
+        mask: Mask,
     ) -> Result<TracePass> {
+        crate::trace::validate_segments(segments)?;
         self.prepare(
             scene,
             Kind::Occluded,
             bytemuck::cast_slice(segments),
             segments.len(),
-            mask,
+            mask.bits(),
         )
     }
 
-    /// Uploads `rays` and binds them for the `closest_hit` kernel.
-    pub fn prepare_closest_hit(&self, scene: &Scene, rays: &[Ray], mask: u32) -> Result<TracePass> {
+    /// Validates `rays` (as [`crate::Engine::closest_hit`] does), uploads them and binds them
+    /// for the `closest_hit` kernel.
+    pub fn prepare_closest_hit(
+        &self,
+        scene: &Scene,
+        rays: &[Ray],
+        mask: Mask,
+    ) -> Result<TracePass> {
+        crate::trace::validate_rays(rays)?;
+        let mask = mask.bits();
         // WGSL has no infinity literal; f32::MAX bounds an unbounded ray just as well.
         let rays: Vec<Ray> = rays
             .iter()
@@ -559,10 +569,11 @@ impl TracePass {
 
     /// Waits for the submitted pass and returns the occlusion bits.
     pub fn read_occlusion(&self, tracer: &GpuTracer) -> Result<Occlusion> {
-        assert!(
-            matches!(self.kind, Kind::Occluded),
-            "read_occlusion on a closest-hit pass"
-        );
+        if !matches!(self.kind, Kind::Occluded) {
+            return Err(Error::InvalidInput(
+                "read_occlusion on a closest-hit pass: use read_hits".into(),
+            ));
+        }
         tracer.map_all(self)?;
         let mut out = Occlusion::new(self.len);
         for s in &self.slices {
@@ -580,10 +591,11 @@ impl TracePass {
 
     /// Waits for the submitted pass and returns one record per ray.
     pub fn read_hits(&self, tracer: &GpuTracer) -> Result<Vec<HitRecord>> {
-        assert!(
-            matches!(self.kind, Kind::ClosestHit),
-            "read_hits on an occlusion pass"
-        );
+        if !matches!(self.kind, Kind::ClosestHit) {
+            return Err(Error::InvalidInput(
+                "read_hits on an occlusion pass: use read_occlusion".into(),
+            ));
+        }
         let mut out = vec![HitRecord::MISS; self.len];
         let live: Vec<&Slice> = self
             .slices

@@ -29,6 +29,10 @@ pub mod viewshed;
 
 pub use engine::{Backend, Engine, EngineOptions};
 pub use error::{Error, Result};
-pub use gpu::{kernel_source as gpu_kernel_source, GpuTracer, Params as GpuParams, TracePass};
+/// The WGSL sources and the uniform block they read, for the shader validation and layout
+/// tests; not part of the API.
+#[doc(hidden)]
+pub use gpu::{kernel_source as gpu_kernel_source, Params as GpuParams};
+pub use gpu::{GpuTracer, TracePass};
 pub use scene::{Mask, Material, MaterialFlags, Mesh, Mobility, ObjectId, Scene};
 pub use trace::{Hit, Occlusion, Ray, Segment};

@@ -62,8 +62,8 @@ fn behind_the_rock_from_five_metres_at_eight_directions_with_both_methods() {
         }
         let d = find_cover(&engine, &scene, &dense, &DenseParams::standard()).unwrap();
         // The seed's method as published (its three points per posture).
-        let g = sensor_grid::find_cover(&engine, &scene, &grid, &SensorGridParams::darken2005())
-            .unwrap();
+        let g =
+            sensor_grid::find_cover(&engine, &scene, &grid, &SensorGridParams::standard()).unwrap();
         for k in 0..8 {
             let dir = dense[k].agent.position / 5.0;
             for (name, pos, posture, decided) in [
@@ -171,7 +171,7 @@ fn standing_under_a_bridge_deck_is_neither_hidden_nor_possible() {
             mask: Mask::FIRE,
             waypoints: Vec::new(),
         }],
-        &SensorGridParams::darken2005(),
+        &SensorGridParams::standard(),
     )
     .unwrap();
     assert!(

@@ -31,8 +31,8 @@ fn query(agent: Vec3, observers: &[Vec3], mask: Mask) -> CoverQuery {
 }
 
 #[test]
-fn the_darken2005_grid_has_51_staggered_sensors() {
-    let layout = SensorGridParams::darken2005().layout();
+fn the_standard_grid_has_51_staggered_sensors() {
+    let layout = SensorGridParams::standard().layout();
     assert_eq!(layout.len(), 51);
     let radii: Vec<f32> = (1..=5)
         .map(|r| {
@@ -66,7 +66,7 @@ fn the_darken2005_grid_has_51_staggered_sensors() {
 #[test]
 fn behind_the_rock_for_observers_at_eight_compass_points() {
     let scene = procedural::rock(1, 1);
-    let params = SensorGridParams::darken2005();
+    let params = SensorGridParams::standard();
     for engine in engines() {
         for k in 0..8 {
             let a = k as f32 * std::f32::consts::TAU / 8.0;
@@ -126,7 +126,7 @@ fn a_wall_hides_the_sensors_behind_it_and_a_half_wall_only_low_postures() {
                 &engine,
                 &scene,
                 &[query(agent, &[observer], Mask::FIRE)],
-                &SensorGridParams::darken2005(),
+                &SensorGridParams::standard(),
             )
             .unwrap()[0];
             for s in &answer.sensors {
@@ -189,7 +189,7 @@ fn steep_slopes_deep_drops_and_small_drops() {
             &Engine::cpu(),
             &scene,
             &[query(agent, &[], Mask::FIRE)],
-            &SensorGridParams::darken2005(),
+            &SensorGridParams::standard(),
         )
         .unwrap()[0];
         for s in &answer.sensors {
@@ -240,7 +240,7 @@ fn steep_slopes_deep_drops_and_small_drops() {
         &Engine::cpu(),
         &scene,
         &[query(agent, &[], Mask::FIRE)],
-        &SensorGridParams::darken2005(),
+        &SensorGridParams::standard(),
     )
     .unwrap()[0];
     let on_slope: Vec<_> = answer
@@ -275,7 +275,7 @@ fn a_sensor_inside_a_solid_box_is_never_chosen() {
             &engine,
             &scene,
             &[query(Vec3::ZERO, &[observer], Mask::FIRE)],
-            &SensorGridParams::darken2005(),
+            &SensorGridParams::standard(),
         )
         .unwrap()[0];
         let inside = |p: Vec3| p.x > 2.0 && p.x < 5.0 && p.z.abs() < 2.0;
@@ -325,7 +325,7 @@ fn under_a_vehicle_prone_is_seen_and_crouching_is_hidden() {
             &engine,
             &scene,
             &[query(Vec3::new(2.0, 0.0, 0.0), &[observer], Mask::FIRE)],
-            &SensorGridParams::darken2005(),
+            &SensorGridParams::standard(),
         )
         .unwrap()[0];
         let own = &answer.sensors[0];
@@ -353,7 +353,7 @@ fn foliage_conceals_but_does_not_cover_and_glass_covers_but_does_not_conceal() {
                     &engine,
                     &scene,
                     &[query(agent, &[observer], mask)],
-                    &SensorGridParams::darken2005(),
+                    &SensorGridParams::standard(),
                 )
                 .unwrap()[0];
                 assert_eq!(
@@ -375,12 +375,12 @@ fn incremental_processing_stops_at_the_first_ring_with_cover() {
         &Engine::cpu(),
         &scene,
         std::slice::from_ref(&q),
-        &SensorGridParams::darken2005(),
+        &SensorGridParams::standard(),
     )
     .unwrap()[0];
     let params = SensorGridParams {
         incremental: true,
-        ..SensorGridParams::darken2005()
+        ..SensorGridParams::standard()
     };
     let inc = &find_cover(&Engine::cpu(), &scene, &[q], &params).unwrap()[0];
     let choice = inc.choice.as_ref().expect("incremental finds cover too");
@@ -434,7 +434,7 @@ fn gpu_and_cpu_agree_on_10000_random_queries() {
                 query(agent, &observers, Mask::SIGHT)
             })
             .collect();
-        let params = SensorGridParams::darken2005();
+        let params = SensorGridParams::standard();
         let a = find_cover(&Engine::cpu(), scene, &queries, &params).unwrap();
         let b = find_cover(&gpu, scene, &queries, &params).unwrap();
         let differ = a.iter().zip(&b).filter(|(x, y)| x != y).count();
@@ -454,24 +454,18 @@ fn bad_queries_are_errors() {
         &Engine::cpu(),
         &scene,
         std::slice::from_ref(&q),
-        &SensorGridParams::darken2005()
+        &SensorGridParams::standard()
     )
     .is_err());
     q.agent.position = Vec3::ZERO;
     q.observers.push(Vec3::splat(f32::INFINITY));
-    assert!(find_cover(
-        &Engine::cpu(),
-        &scene,
-        &[q],
-        &SensorGridParams::darken2005()
-    )
-    .is_err());
+    assert!(find_cover(&Engine::cpu(), &scene, &[q], &SensorGridParams::standard()).is_err());
     let empty = Scene::default();
     let answer = &find_cover(
         &Engine::cpu(),
         &empty,
         &[query(Vec3::ZERO, &[Vec3::ONE], Mask::SIGHT)],
-        &SensorGridParams::darken2005(),
+        &SensorGridParams::standard(),
     )
     .unwrap()[0];
     assert!(
@@ -506,19 +500,13 @@ fn moving_a_vehicle_changes_the_answer() {
         &Engine::cpu(),
         &scene,
         std::slice::from_ref(&q),
-        &SensorGridParams::darken2005(),
+        &SensorGridParams::standard(),
     )
     .unwrap();
     scene
         .set_transform(id, Affine3A::from_translation(Vec3::new(-2.0, 0.0, -10.0)))
         .unwrap();
-    let after = find_cover(
-        &Engine::cpu(),
-        &scene,
-        &[q],
-        &SensorGridParams::darken2005(),
-    )
-    .unwrap();
+    let after = find_cover(&Engine::cpu(), &scene, &[q], &SensorGridParams::standard()).unwrap();
     assert_ne!(
         before[0].sensors[0].hidden, after[0].sensors[0].hidden,
         "the truck now stands between the observer and the agent"
@@ -546,7 +534,7 @@ fn the_doorway_failure_reproduced_and_fixed_with_waypoints() {
             &engine,
             &scene,
             std::slice::from_ref(&q),
-            &SensorGridParams::darken2005(),
+            &SensorGridParams::standard(),
         )
         .unwrap()[0];
         let room: Vec<_> = without
@@ -572,7 +560,7 @@ fn the_doorway_failure_reproduced_and_fixed_with_waypoints() {
             );
         }
         q.waypoints = village_waypoints();
-        let with = &find_cover(&engine, &scene, &[q], &SensorGridParams::darken2005()).unwrap()[0];
+        let with = &find_cover(&engine, &scene, &[q], &SensorGridParams::standard()).unwrap()[0];
         let choice = with
             .choice
             .as_ref()
@@ -612,7 +600,7 @@ fn segment_passes_near(a: Vec3, b: Vec3, p: Vec3, r: f32) -> bool {
 #[test]
 fn firing_positions_rise_or_step_back_toward_the_observer() {
     use sightline::cover::sensor_grid::firing_positions;
-    let params = SensorGridParams::darken2005();
+    let params = SensorGridParams::standard();
     for (height, posture, stepped) in [
         (1.0, Posture::Crouching, false),
         (2.5, Posture::Standing, true),
@@ -667,7 +655,7 @@ fn amortized_ray_casting_replans_and_converges_to_the_full_answer() {
         &[Vec3::new(25.0, 1.7, 0.0), Vec3::new(20.0, 1.7, 12.0)],
         Mask::SIGHT,
     );
-    let params = SensorGridParams::darken2005();
+    let params = SensorGridParams::standard();
     let full = find_cover(&Engine::cpu(), &scene, std::slice::from_ref(&q), &params)
         .unwrap()
         .remove(0);
@@ -736,7 +724,7 @@ fn hedge_and_walls(west: f32) -> Scene {
 fn firing_positions_use_each_querys_own_mask() {
     use sightline::cover::sensor_grid::firing_positions;
     let scene = hedge_and_walls(3.0);
-    let params = SensorGridParams::darken2005();
+    let params = SensorGridParams::standard();
     let west = Vec3::new(-10.0, 1.7, 0.0);
     let sight = query(Vec3::new(0.0, 0.0, 0.5), &[west], Mask::SIGHT);
     let fire = query(Vec3::ZERO, &[west], Mask::FIRE);
@@ -760,7 +748,7 @@ fn firing_positions_use_each_querys_own_mask() {
 fn a_posture_change_names_the_observer_that_sees() {
     use sightline::cover::sensor_grid::firing_positions;
     let scene = hedge_and_walls(1.0);
-    let params = SensorGridParams::darken2005();
+    let params = SensorGridParams::standard();
     let east = Vec3::new(10.0, 1.7, 0.0);
     let west = Vec3::new(-10.0, 1.7, 0.0);
     let q = query(Vec3::ZERO, &[east, west], Mask::FIRE);

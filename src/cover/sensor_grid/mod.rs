@@ -24,7 +24,7 @@ use crate::{Engine, Error, Result};
 use glam::Vec3;
 use search::{run, Job, Outcome, Search};
 
-/// Sensor grid settings. [`SensorGridParams::darken2005`] reproduces the paper.
+/// Sensor grid settings. [`SensorGridParams::standard`] reproduces the paper.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SensorGridParams {
     /// Rings of sensors around the agent (a sensor at the agent's own spot comes on top).
@@ -39,7 +39,7 @@ pub struct SensorGridParams {
     pub stagger: bool,
     /// Check the chosen sensor's whole body ([`crate::cover::body`]) and then the intervis
     /// humanoid before answering; a candidate that fails gives way to the next nearest.
-    /// Off in [`SensorGridParams::darken2005`] (Darken, Morgan and Paull's method as published), on in
+    /// Off in [`SensorGridParams::standard`] (Darken, Morgan and Paull's method as published), on in
     /// [`SensorGridParams::verified`].
     pub verify: bool,
     /// Steepest standable slope (radians).
@@ -59,7 +59,7 @@ impl SensorGridParams {
     /// sensors), rings 1.5 m apart near the agent widening to 3 m at the outside (radii 1.5,
     /// 3.4, 5.6, 8.3 and 11.3 m).
     #[must_use]
-    pub const fn darken2005() -> SensorGridParams {
+    pub const fn standard() -> SensorGridParams {
         SensorGridParams {
             rings: 5,
             per_ring: 10,
@@ -80,7 +80,7 @@ impl SensorGridParams {
     pub const fn verified() -> SensorGridParams {
         SensorGridParams {
             verify: true,
-            ..Self::darken2005()
+            ..Self::standard()
         }
     }
 
@@ -113,7 +113,7 @@ impl SensorGridParams {
 
 impl Default for SensorGridParams {
     fn default() -> Self {
-        Self::darken2005()
+        Self::standard()
     }
 }
 
