@@ -885,9 +885,13 @@ fn count_obj_triangles(path: &Path) -> usize {
 
 fn check_real(name: &str) {
     let path = common::data_dir().join(name);
+    let start = std::time::Instant::now();
     let (scene, report) =
         load_obj(&path, &LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
-    println!("{report}");
+    println!(
+        "{report} (loaded in {:.1} ms)",
+        start.elapsed().as_secs_f64() * 1e3
+    );
     assert!(report.triangles > 0, "{report}");
     assert_eq!(scene.triangle_count(), report.triangles);
     assert_eq!(
