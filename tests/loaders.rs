@@ -4,7 +4,7 @@ mod common;
 
 use glam::Vec3;
 use sightline::scene::{load_gltf, load_obj, LoadOptions, LoadReport, MaterialRules, UpAxis};
-use sightline::{MaterialFlags, Scene};
+use sightline::{Error, MaterialFlags, Scene};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -52,6 +52,15 @@ fn load_err(path: &Path) -> String {
     match load_obj(path, &LoadOptions::default()) {
         Ok((_, r)) => panic!("expected an error, got {r}"),
         Err(e) => e.to_string(),
+    }
+}
+
+/// The 1-based line an OBJ load error names, and its message.
+fn load_err_at(path: &Path) -> (Option<usize>, String) {
+    match load_obj(path, &LoadOptions::default()) {
+        Ok((_, r)) => panic!("expected an error, got {r}"),
+        Err(e @ Error::Load { line, .. }) => (line, e.to_string()),
+        Err(e) => panic!("expected Error::Load, got {e:?}"),
     }
 }
 
@@ -174,13 +183,15 @@ fn obj_missing_mtl_warns_and_keeps_usemtl_names() {
 #[test]
 fn obj_nan_coordinate_is_an_error_naming_file_line_and_vertex() {
     let (_dir, path) = obj("nan", "v 0 0 0\nv 1 nan 0\nv 1 1 0\nf 1 2 3\n");
-    let msg = load_err(&path);
+    let (line, msg) = load_err_at(&path);
+    assert_eq!(line, Some(2), "{msg}");
     assert!(
-        msg.contains("nan.obj") && msg.contains("vertex 2") && msg.contains("line 2"),
+        msg.contains("nan.obj:2: ") && msg.contains("vertex 2") && msg.contains("non-finite y"),
         "{msg}"
     );
     let (_dir, path) = obj("inf", "v 0 0 0\nv 1 0 0\nv 1 1 -inf\nf 1 2 3\n");
-    assert!(load_err(&path).contains("vertex 3"));
+    let (line, msg) = load_err_at(&path);
+    assert!(line == Some(3) && msg.contains("vertex 3"), "{msg}");
 }
 
 #[test]
@@ -196,9 +207,10 @@ fn obj_out_of_range_indices_are_errors_not_panics() {
             name,
             &format!("v 0 0 0\nv 1 0 0\nv 1 1 0\nf 1 2 3\n{face}\n"),
         );
-        let msg = load_err(&path);
+        let (line, msg) = load_err_at(&path);
+        assert_eq!(line, Some(5), "{name}: {msg}");
         assert!(
-            msg.contains(needle) && msg.contains("face 2") && msg.contains("line 5"),
+            msg.contains(needle) && msg.contains("face 2") && msg.contains(":5: "),
             "{name}: {msg}"
         );
     }
@@ -229,20 +241,141 @@ fn obj_degenerate_faces_are_dropped_and_counted() {
 }
 
 #[test]
-fn obj_empty_file_is_an_empty_scene() {
-    for (name, text) in [
-        ("empty", ""),
-        ("comments", "# nothing here\n\n"),
-        ("verts_only", "v 0 0 0\n"),
+fn obj_without_triangles_is_an_error_not_an_empty_scene() {
+    for (name, text, detail) in [
+        ("empty", "", "0 vertices"),
+        ("comments", "# nothing here\n\n", "0 vertices"),
+        ("verts_only", "v 0 0 0\nv 1 0 0\nv 1 1 0\n", "3 vertices"),
+        ("lines_only", "v 0 0 0\nv 1 0 0\nl 1 2\n", "1 non-triangle"),
+        (
+            "all_degenerate",
+            "v 0 0 0\nv 1 0 0\nv 2 0 0\nf 1 2 3\n",
+            "1 degenerate",
+        ),
     ] {
         let (_dir, path) = obj(name, text);
-        let (scene, report) = load_ok(&path);
-        assert_eq!(
-            (scene.triangle_count(), report.triangles, report.objects),
-            (0, 0, 0),
-            "{name}"
+        let msg = load_err(&path);
+        assert!(
+            msg.contains(&format!("{name}.obj: no triangles")) && msg.contains(detail),
+            "{name}: {msg}"
         );
     }
+}
+
+#[test]
+fn obj_truncated_files_are_errors_naming_the_line() {
+    // Cut inside the vertex list: the faces after the cut refer to vertices that never came.
+    let (_dir, path) = obj("cut_vertices", "v 0 0 0\nv 1 0 0\nf 1 2 3\nf 1 3 4\n");
+    let (line, msg) = load_err_at(&path);
+    assert_eq!(line, Some(3), "{msg}");
+    assert!(
+        msg.contains("face 1 refers to vertex 3") && msg.contains("only 2 vertices"),
+        "{msg}"
+    );
+    // Cut in the middle of a vertex line, and in the middle of the last face.
+    for (name, text, at, needle) in [
+        (
+            "mid_vertex",
+            "v 0 0 0\nv 1 0 0\nv 1 1",
+            3,
+            "only 2 coordinates",
+        ),
+        (
+            "mid_number",
+            "v 0 0 0\nv 1 0 0\nv 1 1 0.\nv 1 1e",
+            4,
+            "malformed",
+        ),
+        (
+            "mid_face",
+            "v 0 0 0\nv 1 0 0\nv 1 1 0\nf 1 2 3\nf 3 2",
+            5,
+            "ends inside face 2",
+        ),
+    ] {
+        let (_dir, path) = obj(name, text);
+        let (line, msg) = load_err_at(&path);
+        assert_eq!(line, Some(at), "{name}: {msg}");
+        assert!(msg.contains(needle), "{name}: {msg}");
+    }
+    // A short face in the middle of a complete file is a skipped element, as before.
+    let (_dir, path) = obj("short_face", "v 0 0 0\nv 1 0 0\nv 1 1 0\nf 3 2\nf 1 2 3");
+    assert_eq!(load_ok(&path).1.skipped, 1);
+}
+
+#[test]
+fn obj_coordinates_beyond_the_limit_are_errors_naming_the_line() {
+    let far = sightline::limits::MAX_COORDINATE * 2.0;
+    let (_dir, path) = obj("far", &format!("v 0 0 0\nv 1 0 0\nv 1 {far} 0\nf 1 2 3\n"));
+    let (line, msg) = load_err_at(&path);
+    assert_eq!(line, Some(3), "{msg}");
+    assert!(msg.contains("vertex 3") && msg.contains("limit"), "{msg}");
+    // In range in the file but not after the scale.
+    let (_dir, path) = obj("scaled", "v 0 0 0\nv 1 0 0\nv 1 5e8 0\nf 1 2 3\n");
+    let options = LoadOptions {
+        scale: 100.0,
+        ..LoadOptions::default()
+    };
+    let e = load_obj(&path, &options).unwrap_err();
+    assert!(
+        matches!(e, Error::Load { line: Some(3), .. }) && e.to_string().contains("scale 100"),
+        "{e}"
+    );
+}
+
+#[test]
+fn obj_vertex_weights_and_colours_follow_the_format() {
+    let (_dir, path) = obj(
+        "weights",
+        "v 0 0 0 1\nv 2 0 0 2\nv 0 1 0 0.5 0.5 0.5\nf 1 2 3\n",
+    );
+    let (scene, _) = load_ok(&path);
+    let t = scene.world_triangles()[0].0;
+    assert_eq!(
+        t,
+        [Vec3::ZERO, Vec3::X, Vec3::Y],
+        "w divides, rgb is ignored"
+    );
+    for (name, v, needle) in [
+        ("w_zero", "v 1 1 0 0", "weight"),
+        ("five", "v 1 1 0 1 1", "5 numbers"),
+    ] {
+        let (_dir, path) = obj(name, &format!("v 0 0 0\nv 1 0 0\n{v}\nf 1 2 3\n"));
+        let (line, msg) = load_err_at(&path);
+        assert!(line == Some(3) && msg.contains(needle), "{name}: {msg}");
+    }
+    let (_dir, path) = obj(
+        "usemtl_empty",
+        "v 0 0 0\nv 1 0 0\nv 1 1 0\nusemtl\nf 1 2 3\n",
+    );
+    let (line, msg) = load_err_at(&path);
+    assert!(line == Some(4) && msg.contains("usemtl"), "{msg}");
+}
+
+#[test]
+fn obj_with_200000_usemtl_names_loads_in_linear_time() {
+    const NAMES: usize = 200_000;
+    let mut text = String::from("v 0 0 0\nv 1 0 0\nv 1 1 0\n");
+    for i in 0..NAMES {
+        text.push_str(&format!("usemtl material_{i}\nf 1 2 3\n"));
+    }
+    text.push_str("usemtl material_7\nf 3 2 1\n");
+    let (_dir, path) = obj("usemtl", &text);
+    let start = std::time::Instant::now();
+    let (scene, report) = load_ok(&path);
+    let secs = start.elapsed().as_secs_f64();
+    println!("{NAMES} usemtl names: loaded in {secs:.3} s");
+    assert_eq!(report.triangles, NAMES + 1);
+    assert_eq!(report.materials.len(), NAMES);
+    assert_eq!(scene.materials().len(), NAMES);
+    assert_eq!(report.materials[7], "material_7");
+    assert_eq!(
+        scene.world_triangles()[NAMES].1,
+        7,
+        "a repeated name reuses its entry"
+    );
+    let bound = if cfg!(debug_assertions) { 60.0 } else { 5.0 };
+    assert!(secs < bound, "{secs:.3} s for {NAMES} usemtl names");
 }
 
 #[test]
@@ -471,6 +604,273 @@ fn gltf_broken_buffers_are_errors_not_panics() {
         .contains("glTF"));
 }
 
+/// Standard base64 of `bytes`, for `data:` URIs.
+fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for k in 0..4 {
+            if k <= chunk.len() {
+                out.push(ABC[(n >> (18 - 6 * k) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn f32_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|f| f.to_le_bytes()).collect()
+}
+
+/// A one-node, one-mesh glTF whose buffer is `bin`, embedded as base64.
+fn gltf_with(bin: &[u8], views: &str, accessors: &str, primitive: &str) -> String {
+    format!(
+        r#"{{"asset": {{"version": "2.0"}}, "scene": 0, "scenes": [{{"nodes": [0]}}],
+"nodes": [{{"mesh": 0}}], "meshes": [{{"name": "m", "primitives": [{primitive}]}}],
+"accessors": [{accessors}], "bufferViews": [{views}],
+"buffers": [{{"uri": "data:application/octet-stream;base64,{}", "byteLength": {}}}]}}"#,
+        base64(bin),
+        bin.len()
+    )
+}
+
+/// Four positions (a unit quad in y = 0) then six u16 indices: 60 bytes.
+const QUAD_VIEWS: &str = r#"{"buffer": 0, "byteOffset": 0, "byteLength": 48},
+{"buffer": 0, "byteOffset": 48, "byteLength": 12}"#;
+const INDEXED: &str = r#"{"attributes": {"POSITION": 0}, "indices": 1}"#;
+
+fn position_accessor(count: u64, extra: &str) -> String {
+    format!(
+        r#"{{"bufferView": 0, "componentType": 5126, "count": {count}, "type": "VEC3", "min": [0, 0, 0], "max": [1, 0, 1]{extra}}}"#
+    )
+}
+
+fn index_accessor(count: u64) -> String {
+    format!(r#"{{"bufferView": 1, "componentType": 5123, "count": {count}, "type": "SCALAR"}}"#)
+}
+
+fn quad_with(positions: &[f32; 12], indices: [u16; 6]) -> Vec<u8> {
+    let mut bin = f32_bytes(positions);
+    bin.extend(indices.iter().flat_map(|i| i.to_le_bytes()));
+    bin
+}
+
+const QUAD: [f32; 12] = [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0];
+
+fn gltf_err(test: &str, json: &str) -> String {
+    let dir = TempDir::new(test);
+    let path = dir.write(&format!("{test}.gltf"), json);
+    match load_gltf(&path, &LoadOptions::default()) {
+        Ok((_, r)) => panic!("{test}: expected an error, got {r}"),
+        Err(e @ Error::Load { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains(&format!("{test}.gltf")), "{msg}");
+            msg
+        }
+        Err(e) => panic!("{test}: expected Error::Load, got {e:?}"),
+    }
+}
+
+#[test]
+fn gltf_claiming_2_pow_31_vertices_is_refused_at_once() {
+    // A sparse accessor without a bufferView: 2^31 zero vertices, one of them replaced.
+    let mut bin = 0u32.to_le_bytes().to_vec();
+    bin.extend(f32_bytes(&[1.0, 2.0, 3.0]));
+    let views = r#"{"buffer": 0, "byteOffset": 0, "byteLength": 4},
+{"buffer": 0, "byteOffset": 4, "byteLength": 12}"#;
+    let accessor = r#"{"componentType": 5126, "count": 2147483648, "type": "VEC3", "min": [0, 0, 0], "max": [1, 2, 3],
+"sparse": {"count": 1, "indices": {"bufferView": 0, "componentType": 5125}, "values": {"bufferView": 1}}}"#;
+    let json = gltf_with(&bin, views, accessor, r#"{"attributes": {"POSITION": 0}}"#);
+    assert!(json.len() < 800, "{} bytes", json.len());
+    let start = std::time::Instant::now();
+    let msg = gltf_err("huge_sparse", &json);
+    assert!(start.elapsed().as_secs_f64() < 1.0, "{:?}", start.elapsed());
+    let limit = sightline::limits::MAX_VERTICES.to_string();
+    assert!(
+        msg.contains("POSITION accessor 0") && msg.contains("2147483648") && msg.contains(&limit),
+        "{msg}"
+    );
+    // The same claim on an indices accessor.
+    let json = gltf_with(
+        &quad_with(&QUAD, [0, 1, 2, 0, 2, 3]),
+        QUAD_VIEWS,
+        &format!("{}, {}", position_accessor(4, ""), index_accessor(1 << 31)),
+        INDEXED,
+    );
+    let msg = gltf_err("huge_indices", &json);
+    assert!(
+        msg.contains("indices accessor 1") && msg.contains("2147483648") && msg.contains("limit"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn gltf_accessors_must_fit_their_buffer_views_and_buffers() {
+    let bin = quad_with(&QUAD, [0, 1, 2, 0, 2, 3]);
+    let indices = index_accessor(6);
+    // Count x stride past the view: 5 vertices of 12 bytes in a 48-byte view.
+    let json = gltf_with(
+        &bin,
+        QUAD_VIEWS,
+        &format!("{}, {indices}", position_accessor(5, "")),
+        INDEXED,
+    );
+    let msg = gltf_err("count_past_view", &json);
+    assert!(
+        msg.contains("POSITION accessor 0 reads 5 elements") && msg.contains("48 bytes"),
+        "{msg}"
+    );
+    // A stride that makes 4 vertices span 60 bytes of a 48-byte view.
+    let views = r#"{"buffer": 0, "byteOffset": 0, "byteLength": 48, "byteStride": 16},
+{"buffer": 0, "byteOffset": 48, "byteLength": 12}"#;
+    let json = gltf_with(
+        &bin,
+        views,
+        &format!("{}, {indices}", position_accessor(4, "")),
+        INDEXED,
+    );
+    assert!(gltf_err("stride_past_view", &json).contains("past its 48 bytes"));
+    // A view past the end of its buffer.
+    let views = r#"{"buffer": 0, "byteOffset": 0, "byteLength": 48},
+{"buffer": 0, "byteOffset": 48, "byteLength": 120}"#;
+    let json = gltf_with(
+        &bin,
+        views,
+        &format!("{}, {}", position_accessor(4, ""), index_accessor(60)),
+        INDEXED,
+    );
+    let msg = gltf_err("view_past_buffer", &json);
+    assert!(
+        msg.contains("buffer view 1") && msg.contains("holds 60 bytes"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn gltf_index_values_must_name_existing_vertices() {
+    let bin = quad_with(&QUAD, [0, 1, 2, 0, 2, 7]);
+    let json = gltf_with(
+        &bin,
+        QUAD_VIEWS,
+        &format!("{}, {}", position_accessor(4, ""), index_accessor(6)),
+        INDEXED,
+    );
+    let msg = gltf_err("index_range", &json);
+    assert!(
+        msg.contains("indices accessor 1")
+            && msg.contains("index 5 (triangle 1) is vertex 7")
+            && msg.contains("only 4"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn gltf_sparse_accessors_are_checked_and_applied() {
+    // Quad positions, indices, then a sparse section: u16 index(es) and VEC3 value(s).
+    let sparse = |indices: &[u16], values: &[f32]| {
+        let mut bin = quad_with(&QUAD, [0, 1, 2, 0, 2, 3]);
+        let mut idx: Vec<u8> = indices.iter().flat_map(|i| i.to_le_bytes()).collect();
+        idx.resize(8, 0);
+        bin.extend(idx);
+        bin.extend(f32_bytes(values));
+        bin
+    };
+    let views = r#"{"buffer": 0, "byteOffset": 0, "byteLength": 48},
+{"buffer": 0, "byteOffset": 48, "byteLength": 12},
+{"buffer": 0, "byteOffset": 60, "byteLength": 8},
+{"buffer": 0, "byteOffset": 68, "byteLength": 24}"#;
+    let accessors = |count: usize| {
+        let extra = format!(
+            r#", "sparse": {{"count": {count}, "indices": {{"bufferView": 2, "componentType": 5123}}, "values": {{"bufferView": 3}}}}"#
+        );
+        format!("{}, {}", position_accessor(4, &extra), index_accessor(6))
+    };
+    // A good one: vertex 2 moves up to y = 3.
+    let dir = TempDir::new("sparse_ok");
+    let json = gltf_with(
+        &sparse(&[2], &[1.0, 3.0, 1.0, 0.0, 0.0, 0.0]),
+        views,
+        &accessors(1),
+        INDEXED,
+    );
+    let path = dir.write("sparse_ok.gltf", json);
+    let (scene, report) =
+        load_gltf(&path, &LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(report.triangles, 2);
+    assert_eq!(scene.world_triangles()[0].0[2], Vec3::new(1.0, 3.0, 1.0));
+
+    let values = [0.0; 6];
+    for (name, idx, count, needle) in [
+        (
+            "sparse_index_range",
+            &[9u16][..],
+            1,
+            "entry 0 is element 9, but the accessor has only 4",
+        ),
+        (
+            "sparse_not_increasing",
+            &[2, 1],
+            2,
+            "entry 1 is element 1 after 2",
+        ),
+        ("sparse_count", &[0, 1], 5, "sparse section of count 5"),
+    ] {
+        let json = gltf_with(&sparse(idx, &values), views, &accessors(count), INDEXED);
+        let msg = gltf_err(name, &json);
+        assert!(
+            msg.contains("POSITION accessor 0") && msg.contains(needle),
+            "{name}: {msg}"
+        );
+    }
+    // Sparse values that run past their view: 3 values of 12 bytes in 24 bytes.
+    let json = gltf_with(&sparse(&[0, 1, 2], &values), views, &accessors(3), INDEXED);
+    let msg = gltf_err("sparse_values_past_view", &json);
+    assert!(msg.contains("sparse values reads 3 elements"), "{msg}");
+}
+
+#[test]
+fn gltf_bad_positions_are_errors_naming_the_accessor() {
+    let far = sightline::limits::MAX_COORDINATE * 2.0;
+    for (name, bad, needle) in [("nan", f32::NAN, "not finite"), ("far", far, "limit")] {
+        let mut q = QUAD;
+        q[4] = bad;
+        let json = gltf_with(
+            &quad_with(&q, [0, 1, 2, 0, 2, 3]),
+            QUAD_VIEWS,
+            &format!("{}, {}", position_accessor(4, ""), index_accessor(6)),
+            INDEXED,
+        );
+        let msg = gltf_err(name, &json);
+        assert!(
+            msg.contains("vertex 1 of POSITION accessor 0") && msg.contains(needle),
+            "{name}: {msg}"
+        );
+    }
+}
+
+#[test]
+fn gltf_without_triangles_is_an_error() {
+    let json = gltf_with(
+        &quad_with(&QUAD, [0, 1, 2, 0, 2, 3]),
+        QUAD_VIEWS,
+        &format!("{}, {}", position_accessor(4, ""), index_accessor(6)),
+        r#"{"attributes": {"POSITION": 0}, "indices": 1, "mode": 1}"#,
+    );
+    let msg = gltf_err("lines_only", &json);
+    assert!(
+        msg.contains("no triangles") && msg.contains("1 non-triangle"),
+        "{msg}"
+    );
+}
+
 // ---- real data ----
 
 /// Triangles the `f` lines of an OBJ make, counting an n-gon as a fan of n - 2.
@@ -485,9 +885,13 @@ fn count_obj_triangles(path: &Path) -> usize {
 
 fn check_real(name: &str) {
     let path = common::data_dir().join(name);
+    let start = std::time::Instant::now();
     let (scene, report) =
         load_obj(&path, &LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
-    println!("{report}");
+    println!(
+        "{report} (loaded in {:.1} ms)",
+        start.elapsed().as_secs_f64() * 1e3
+    );
     assert!(report.triangles > 0, "{report}");
     assert_eq!(scene.triangle_count(), report.triangles);
     assert_eq!(
@@ -501,6 +905,39 @@ fn check_real(name: &str) {
         "{lo} {hi}"
     );
     assert_eq!(report.materials.len(), scene.materials().len());
+
+    // The same triangles, in the same order, as `tobj` makes of the file, less the dropped
+    // degenerate ones.
+    #[allow(clippy::needless_update)]
+    let options = tobj::LoadOptions {
+        triangulate: true,
+        ignore_points: true,
+        ignore_lines: true,
+        ..Default::default()
+    };
+    let (models, _) = tobj::load_obj(&path, &options).unwrap();
+    let reference: Vec<[Vec3; 3]> = models
+        .iter()
+        .flat_map(|m| {
+            let p = &m.mesh.positions;
+            let v = |i: u32| Vec3::from_slice(&p[3 * i as usize..3 * i as usize + 3]);
+            m.mesh
+                .indices
+                .chunks_exact(3)
+                .map(move |t| [v(t[0]), v(t[1]), v(t[2])])
+        })
+        .collect();
+    assert_eq!(
+        reference.len(),
+        report.triangles + report.degenerate_dropped
+    );
+    let mut rest = reference.iter();
+    for (i, (t, _)) in scene.world_triangles().iter().enumerate() {
+        assert!(
+            rest.any(|r| r == t),
+            "{name}: triangle {i} {t:?} is not in tobj's order"
+        );
+    }
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! material names matter here, and a missing texture must not stop a level from loading.
 
 use super::{load_error, Builder, LoadOptions, LoadReport};
+use crate::limits::{vec_with_capacity, MAX_TRIANGLES, MAX_VERTICES};
 use crate::scene::Scene;
 use ::gltf::accessor::{DataType, Dimensions};
 use ::gltf::mesh::Mode;
@@ -92,6 +93,8 @@ pub fn load_gltf(
 }
 
 /// Adds one primitive's triangles; errors are messages to prefix with the primitive's name.
+/// Every accessor is checked (type, count against its limit, bytes against its buffer view and
+/// buffer, sparse indices) before anything is read or allocated.
 fn add_primitive(
     b: &mut Builder,
     buffers: &[buffer::Data],
@@ -111,76 +114,100 @@ fn add_primitive(
     let positions = prim
         .get(&Semantic::Positions)
         .ok_or("has no POSITION attribute; re-export with vertex positions")?;
+    let pos_id = format!("POSITION accessor {}", positions.index());
     check_accessor(
         &positions,
         buffers,
         Dimensions::Vec3,
         &[DataType::F32],
-        "POSITION",
+        (&pos_id, MAX_VERTICES, "vertices"),
     )?;
-    let reader = prim.reader(|buf| buffers.get(buf.index()).map(|d| &d.0[..]));
-    let points: Vec<Vec3> = reader
-        .read_positions()
-        .ok_or("POSITION data lies outside its buffer; re-export the file")?
-        .map(Vec3::from)
-        .collect();
-    let n = points.len();
-    if n != positions.count() {
+    let n = positions.count();
+    let total = b.mesh.positions.len() as u64 + n as u64;
+    if total > MAX_VERTICES {
         return Err(format!(
-            "POSITION has {n} readable vertices of {}; re-export the file",
-            positions.count()
+            "{pos_id} brings the mesh to {total} vertices, over the limit of {MAX_VERTICES}; split the level into several files"
         ));
     }
-    if let Some((i, p)) = points.iter().enumerate().find(|(_, p)| !p.is_finite()) {
-        return Err(format!(
-            "vertex {i} has a non-finite position {p}; fix or remove that vertex"
-        ));
-    }
-    let indices: Vec<u32> = match prim.indices() {
+    let indices_acc = prim.indices();
+    let index_count = match &indices_acc {
         Some(acc) => {
+            let id = format!("indices accessor {}", acc.index());
             check_accessor(
-                &acc,
+                acc,
                 buffers,
                 Dimensions::Scalar,
                 &[DataType::U8, DataType::U16, DataType::U32],
-                "indices",
+                (&id, 3 * MAX_TRIANGLES, "indices"),
             )?;
-            let idx: Vec<u32> = reader
-                .read_indices()
-                .ok_or("index data lies outside its buffer; re-export the file")?
-                .into_u32()
-                .collect();
-            if idx.len() != acc.count() {
+            acc.count()
+        }
+        None => n,
+    };
+    if !index_count.is_multiple_of(3) {
+        return Err(format!("{index_count} indices (vertices) is not a multiple of 3, so they are not whole triangles; re-export the file"));
+    }
+    let triangles =
+        (b.mesh.triangles.len() + b.report.degenerate_dropped) as u64 + index_count as u64 / 3;
+    if triangles > MAX_TRIANGLES {
+        return Err(format!(
+            "brings the file to {triangles} triangles, over the limit of {MAX_TRIANGLES}; simplify the meshes or split the level"
+        ));
+    }
+
+    let reader = prim.reader(|buf| buffers.get(buf.index()).map(|d| &d.0[..]));
+    let mut points: Vec<Vec3> = vec_with_capacity(n, &pos_id, "split the level into several files")
+        .map_err(|e| e.to_string())?;
+    points.extend(
+        reader
+            .read_positions()
+            .ok_or_else(|| format!("{pos_id}: data lies outside its buffer; re-export the file"))?
+            .map(Vec3::from),
+    );
+    if points.len() != n {
+        return Err(format!(
+            "{pos_id} has {} readable vertices of {n}; re-export the file",
+            points.len()
+        ));
+    }
+    let indices: Vec<u32> = match &indices_acc {
+        Some(acc) => {
+            let mut idx = vec_with_capacity(index_count, "the index buffer", "split the level")
+                .map_err(|e| e.to_string())?;
+            idx.extend(
+                reader
+                    .read_indices()
+                    .ok_or("index data lies outside its buffer; re-export the file")?
+                    .into_u32(),
+            );
+            if idx.len() != index_count {
                 return Err(format!(
-                    "{} readable indices of {}; re-export the file",
-                    idx.len(),
-                    acc.count()
+                    "indices accessor {}: {} readable indices of {index_count}; re-export the file",
+                    acc.index(),
+                    idx.len()
+                ));
+            }
+            if let Some((k, &v)) = idx.iter().enumerate().find(|(_, &v)| v as usize >= n) {
+                return Err(format!(
+                    "indices accessor {}: index {k} (triangle {}) is vertex {v}, but {pos_id} has only {n} vertices; fix the index buffer",
+                    acc.index(),
+                    k / 3
                 ));
             }
             idx
         }
         None => (0..n as u32).collect(),
     };
-    if !indices.len().is_multiple_of(3) {
-        return Err(format!("{} indices (vertices) is not a multiple of 3, so they are not whole triangles; re-export the file", indices.len()));
-    }
-    let base = b
-        .add_vertices(points.iter().map(|&p| world.transform_point3(p)), &|| {
-            what.to_string()
-        })
-        .map_err(|e| e.to_string())?;
+    let base = b.add_vertices(points.iter().map(|&p| world.transform_point3(p)), &|| {
+        pos_id.clone()
+    })?;
     let material = prim.material();
     let name = material.index().map(|i| {
         material
             .name()
             .map_or(format!("material_{i}"), str::to_string)
     });
-    for (t, tri) in indices.chunks_exact(3).enumerate() {
-        if let Some(&v) = tri.iter().find(|&&v| v as usize >= n) {
-            return Err(format!(
-                "triangle {t} uses vertex {v} but POSITION has only {n}; fix the index buffer"
-            ));
-        }
+    for tri in indices.chunks_exact(3) {
         b.add_triangle(
             [tri[0] + base, tri[1] + base, tri[2] + base],
             name.as_deref(),
@@ -189,16 +216,17 @@ fn add_primitive(
     Ok(())
 }
 
-/// Checks an accessor's type and that every byte it reads lies inside its buffer view and
-/// buffer, so that reading it cannot panic.
+/// Checks an accessor's type, that its count is within `limit` (`id` names it, `unit` says
+/// what it counts), that every byte it reads lies inside its buffer view and buffer, and that
+/// its sparse indices are in range and increasing, so that reading it cannot panic, allocate
+/// more than the file justifies, or silently drop data.
 fn check_accessor(
     acc: &Accessor,
     buffers: &[buffer::Data],
     dims: Dimensions,
     types: &[DataType],
-    role: &str,
+    (id, limit, unit): (&str, u64, &str),
 ) -> Result<(), String> {
-    let id = format!("{role} accessor {}", acc.index());
     if acc.dimensions() != dims || !types.contains(&acc.data_type()) || acc.normalized() {
         return Err(format!(
             "{id} is {:?} of {:?}{}, expected {dims:?} of one of {types:?}; re-export without quantization or compression",
@@ -207,30 +235,77 @@ fn check_accessor(
             if acc.normalized() { " (normalized)" } else { "" }
         ));
     }
-    if acc.count() == 0 {
+    let count = acc.count();
+    if count == 0 {
         return Err(format!(
             "{id} has count 0; remove the empty primitive or re-export"
         ));
     }
+    if count as u64 > limit {
+        return Err(format!(
+            "{id} has count {count}, over the limit of {limit} {unit}; split the mesh, or fix the count if the file is damaged"
+        ));
+    }
     let elem = acc.size();
-    match (acc.sparse(), acc.view()) {
-        (None, None) => Err(format!("{id} has no bufferView (all zeros, or compressed with Draco/meshopt); re-export without mesh compression")),
-        (None, Some(view)) => check_range(&view, acc.offset(), acc.count(), elem, buffers, &id),
-        (Some(sparse), view) => {
-            if let Some(view) = view {
-                check_range(&view, acc.offset(), acc.count(), elem, buffers, &id)?;
-            }
-            if sparse.count() == 0 {
-                return Err(format!("{id} has a sparse section with count 0; re-export the file"));
+    if let Some(view) = acc.view() {
+        check_range(&view, acc.offset(), count, elem, buffers, id)?;
+    }
+    match acc.sparse() {
+        None if acc.view().is_none() => Err(format!("{id} has no bufferView (all zeros, or compressed with Draco/meshopt); re-export without mesh compression")),
+        None => Ok(()),
+        Some(sparse) => {
+            let k = sparse.count();
+            if k == 0 || k > count {
+                return Err(format!(
+                    "{id} has a sparse section of count {k}, but it must be 1 to the accessor's count {count}; re-export the file"
+                ));
             }
             let idx = sparse.indices();
-            check_range(&idx.view(), idx.offset(), sparse.count(), idx.index_type().size(), buffers, &id)?;
+            let size = idx.index_type().size();
+            let sid = format!("{id} sparse indices");
+            check_range(&idx.view(), idx.offset(), k, size, buffers, &sid)?;
             let vals = sparse.values();
-            check_range(&vals.view(), vals.offset(), sparse.count(), elem, buffers, &id)
+            check_range(&vals.view(), vals.offset(), k, elem, buffers, &format!("{id} sparse values"))?;
+            check_sparse_indices(&idx, k, count, buffers, &sid)
         }
     }
 }
 
+/// Sparse indices must strictly increase and stay below the accessor's count; a reader would
+/// otherwise drop the values they carry without a word. Assumes [`check_range`] passed.
+fn check_sparse_indices(
+    idx: &::gltf::accessor::sparse::Indices,
+    k: usize,
+    count: usize,
+    buffers: &[buffer::Data],
+    id: &str,
+) -> Result<(), String> {
+    let view = idx.view();
+    let size = idx.index_type().size();
+    let stride = view.stride().unwrap_or(size);
+    let data = &buffers[view.buffer().index()].0[view.offset()..][idx.offset()..];
+    let mut previous: Option<u64> = None;
+    for j in 0..k {
+        let at = j * stride;
+        let v = data[at..at + size]
+            .iter()
+            .rev()
+            .fold(0u64, |acc, &byte| acc << 8 | u64::from(byte));
+        if v >= count as u64 {
+            return Err(format!(
+                "{id}: entry {j} is element {v}, but the accessor has only {count}; fix the sparse indices"
+            ));
+        }
+        if previous.is_some_and(|p| v <= p) {
+            return Err(format!(
+                "{id}: entry {j} is element {v} after {}; sparse indices must strictly increase, fix them",
+                previous.unwrap_or(0)
+            ));
+        }
+        previous = Some(v);
+    }
+    Ok(())
+}
 fn check_range(
     view: &buffer::View,
     offset: usize,

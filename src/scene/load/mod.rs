@@ -1,4 +1,4 @@
-//! Mesh loaders: Wavefront OBJ (via `tobj`) and glTF 2.0 (`.gltf`, `.glb`, via `gltf`).
+//! Mesh loaders: Wavefront OBJ and glTF 2.0 (`.gltf`, `.glb`, via `gltf`).
 //!
 //! Every loader produces one [`Scene`] holding a single static object. Material names from the
 //! file are mapped to flags by [`MaterialRules`]; the scene's material table has one entry per
@@ -8,8 +8,11 @@
 //! (OBJ: faces in order, polygons fan-triangulated in place; glTF: the default scene's nodes
 //! depth-first, parent before children, primitives and their triangles in order). Degenerate
 //! (zero-area) triangles are dropped and counted in [`LoadReport::degenerate_dropped`]; anything
-//! else that is not a triangle is counted in [`LoadReport::skipped`]. Bad input is an
-//! [`Error::Load`](crate::Error::Load) whose message says what to fix, never a panic.
+//! else that is not a triangle is counted in [`LoadReport::skipped`]. A file that yields no
+//! triangle at all is an error ("no triangles"), not an empty scene. Bad input is an
+//! [`Error::Load`](crate::Error::Load) whose message says what to fix (with the line, for OBJ),
+//! never a panic; vertex positions must be finite and within [`MAX_COORDINATE`] metres of the
+//! origin after axis conversion and scale.
 
 mod gltf;
 mod obj;
@@ -18,6 +21,7 @@ pub use self::gltf::load_gltf;
 pub use self::obj::load_obj;
 
 use super::{Material, MaterialRules, Mesh, Scene};
+use crate::limits::MAX_COORDINATE;
 use glam::{DVec3, Vec3};
 use std::collections::HashMap;
 use std::fmt;
@@ -183,40 +187,48 @@ impl<'a> Builder<'a> {
         p * self.options.scale
     }
 
+    /// Converts a file-space point, refusing non-finite results and positions beyond
+    /// [`MAX_COORDINATE`]. Errors are messages that follow the vertex's name.
+    fn point(&self, p: Vec3) -> Result<Vec3, String> {
+        let q = self.convert(p);
+        let scale = self.options.scale;
+        if !q.is_finite() {
+            return Err(format!(
+                "is {p} in the file and {q} after axis conversion and scale {scale} (not finite); fix the vertex or use a smaller scale"
+            ));
+        }
+        if q.abs().max_element() > MAX_COORDINATE {
+            return Err(format!(
+                "is at {q} m after axis conversion and scale {scale}, beyond the limit of {MAX_COORDINATE:e} m from the origin; fix the vertex, use a smaller scale, or move the level nearer the origin"
+            ));
+        }
+        Ok(q)
+    }
+
     /// Appends already-transformed file-space points; returns the index of the first one.
-    /// `what` names the points' source in errors, e.g. "mesh 'door' primitive 0".
+    /// `what` names the points' source in errors, e.g. "POSITION accessor 3". Errors are
+    /// messages; the caller adds the file and the element.
     fn add_vertices(
         &mut self,
-        points: impl IntoIterator<Item = Vec3>,
+        points: impl ExactSizeIterator<Item = Vec3>,
         what: &dyn Fn() -> String,
-    ) -> crate::Result<u32> {
+    ) -> Result<u32, String> {
         let base = self.mesh.positions.len();
-        for (i, p) in points.into_iter().enumerate() {
-            let q = self.convert(p);
-            if !q.is_finite() {
-                return Err(load_error(
-                    self.path,
-                    format!(
-                        "vertex {i} of {} is {p} before and {q} after transform, axis conversion and scale {} (not finite); fix the vertex or use a smaller scale",
-                        what(),
-                        self.options.scale
-                    ),
-                ));
-            }
+        let total = base as u64 + points.len() as u64;
+        if total > crate::limits::MAX_VERTICES {
+            return Err(format!(
+                "{} brings the mesh to {total} vertices, over the limit of {}; split the level into several files",
+                what(),
+                crate::limits::MAX_VERTICES
+            ));
+        }
+        for (i, p) in points.enumerate() {
+            let q = self
+                .point(p)
+                .map_err(|m| format!("vertex {i} of {} {m}", what()))?;
             self.mesh.positions.push(q);
         }
-        u32::try_from(self.mesh.positions.len())
-            .map(|_| base as u32)
-            .ok()
-            .filter(|&n| u64::from(n) <= crate::limits::MAX_VERTICES)
-            .ok_or_else(|| {
-                crate::Error::too_large(
-                    "mesh vertices",
-                    self.mesh.positions.len() as u64,
-                    crate::limits::MAX_VERTICES,
-                    "split the mesh into several files",
-                )
-            })
+        Ok(base as u32)
     }
 
     /// Adds a triangle of scene vertex indices (already range-checked), or counts it as
@@ -255,6 +267,17 @@ impl<'a> Builder<'a> {
 
     fn finish(mut self) -> crate::Result<(Scene, LoadReport)> {
         let r = &mut self.report;
+        if self.mesh.triangles.is_empty() {
+            return Err(load_error(
+                self.path,
+                format!(
+                    "no triangles: the file has {} vertices, {} degenerate (zero-area) triangles and {} non-triangle elements; it may be truncated, empty or hold only points and lines, so check the export",
+                    self.mesh.positions.len(),
+                    r.degenerate_dropped,
+                    r.skipped
+                ),
+            ));
+        }
         r.vertices = self.mesh.positions.len();
         r.triangles = self.mesh.triangles.len();
         r.materials = self.materials.iter().map(|m| m.name.clone()).collect();

@@ -1,26 +1,21 @@
-//! Wavefront OBJ. A quick scan of the text checks what `tobj` does not report precisely
-//! (non-finite coordinates, bad indices, with their line numbers) and collects `usemtl` names;
-//! `tobj` then builds the triangles.
+//! Wavefront OBJ, parsed in one pass over the text. Every problem is an error naming the file
+//! and the 1-based line. Faces are fan-triangulated in place (`f a b c d` makes `a b c` and
+//! `a c d`); a face's material is the last `usemtl` before it, or the rules' default.
 
 use super::{load_error, Builder, LoadOptions, LoadReport};
+use crate::limits::{MAX_TRIANGLES, MAX_VERTICES};
 use crate::scene::Scene;
+use crate::Error;
 use glam::Vec3;
-use std::cell::RefCell;
-use std::io::Read;
+use std::collections::HashMap;
 use std::path::Path;
 
-/// A `mtllib` line fed to tobj ahead of the file. Its "library" holds one material per `usemtl`
-/// name in the file, so every model keeps its material name even when the `.mtl` file is
-/// missing. It cannot clash with a real file name: files holding NUL bytes are rejected.
-const USEMTL_NAMES: &str = "\0sightline-usemtl-names";
-
-/// Statements tobj ignores that carry no triangle geometry.
+/// Statements that carry no triangle geometry and are ignored.
 const HARMLESS: &[&str] = &[
     "vt",
     "vn",
     "vp",
     "s",
-    "mtllib",
     "cstype",
     "deg",
     "bmat",
@@ -64,192 +59,267 @@ pub fn load_obj(
     if matches!(text, std::borrow::Cow::Owned(_)) {
         b.warn("the file is not valid UTF-8; invalid bytes were replaced".into());
     }
-    let scan = scan(&text).map_err(|m| load_error(path, m))?;
+    let parsed = parse(&text, &mut b)?;
 
-    // `..Default::default()` covers the fields tobj's optional features add.
-    #[allow(clippy::needless_update)]
-    let tobj_options = tobj::LoadOptions {
-        triangulate: true,
-        single_index: false,
-        ignore_points: true,
-        ignore_lines: true,
-        ..Default::default()
-    };
-    let header = format!("mtllib {USEMTL_NAMES}\n");
-    let mut reader = header.as_bytes().chain(text.as_bytes());
     let dir = path.parent().unwrap_or(Path::new(""));
-    let mtl_warnings = RefCell::new(Vec::new());
-    let (models, _) = tobj::load_obj_buf(&mut reader, &tobj_options, |lib| {
-        if lib == Path::new(USEMTL_NAMES) {
-            let mats = scan.usemtl.iter().map(|n| tobj::Material { name: n.clone(), ..Default::default() });
-            let map = scan.usemtl.iter().enumerate().map(|(i, n)| (n.clone(), i));
-            return Ok((mats.collect(), map.collect()));
-        }
+    for lib in &parsed.mtllib {
         let full = dir.join(lib);
         if let Err(e) = tobj::load_mtl(&full) {
-            mtl_warnings.borrow_mut().push(format!(
+            b.warn(format!(
                 "material library {} could not be loaded ({e}); material names are taken from `usemtl` statements",
                 full.display()
             ));
         }
-        Ok(Default::default())
-    })
-    .map_err(|e| load_error(path, format!("OBJ parse error: {e}; check that the file is a complete Wavefront OBJ export")))?;
-    for w in mtl_warnings.into_inner() {
-        b.warn(w);
     }
-    if let Some((line, text)) = &scan.first_unknown {
+    if let Some((line, text)) = &parsed.first_unknown {
         b.warn(format!(
             "{} unrecognised statements ignored (first at line {line}: {text:?})",
-            scan.unknown
+            parsed.unknown
         ));
     }
 
-    for model in &models {
-        let m = &model.mesh;
-        let n = m.positions.len() / 3;
-        let what = || format!("object {:?}", model.name);
-        let points = m
-            .positions
-            .chunks_exact(3)
-            .map(|c| Vec3::new(c[0], c[1], c[2]));
-        let base = b.add_vertices(points, &what)?;
-        let material = m
-            .material_id
-            .and_then(|i| scan.usemtl.get(i))
-            .map(String::as_str);
-        for t in m.indices.chunks_exact(3) {
-            if let Some(&v) = t.iter().find(|&&v| v as usize >= n) {
-                return Err(load_error(
-                    path,
-                    format!(
-                        "{}: face uses vertex {v} of {n}; fix the face indices",
-                        what()
-                    ),
-                ));
-            }
-            b.add_triangle([t[0] + base, t[1] + base, t[2] + base], material);
+    let n = b.mesh.positions.len();
+    for (k, face) in parsed.faces.iter().enumerate() {
+        let end = parsed
+            .faces
+            .get(k + 1)
+            .map_or(parsed.corners.len(), |f| f.start);
+        let corners = &parsed.corners[face.start..end];
+        if let Some(&v) = corners.iter().find(|&&v| v as usize >= n) {
+            return Err(Error::load_at(
+                path.display(),
+                face.line,
+                format!(
+                    "face {} refers to vertex {} but the file has only {n} vertices; the file may be truncated, or fix the index",
+                    face.number,
+                    u64::from(v) + 1
+                ),
+            ));
+        }
+        let material = face.material.map(|m| parsed.materials[m as usize].as_str());
+        for pair in corners[1..].windows(2) {
+            b.add_triangle([corners[0], pair[0], pair[1]], material);
         }
     }
-    b.report.skipped = scan.skipped;
-    b.report.objects = scan.objects;
-    let loaded = b.mesh.triangles.len() + b.report.degenerate_dropped;
-    if loaded != scan.triangles {
-        b.warn(format!(
-            "the file's faces make {} triangles but {loaded} were loaded",
-            scan.triangles
-        ));
-    }
+    b.report.skipped = parsed.skipped;
+    b.report.objects = parsed.objects;
     b.finish()
 }
 
-/// What the pre-scan found.
-#[derive(Debug, Default)]
-struct Scan {
-    vertices: usize,
-    /// Triangles the faces with 3+ vertices make when fan-triangulated.
-    triangles: usize,
+/// A face: its corners are `corners[start..next face's start]`, as 0-based vertex indices.
+struct Face {
+    line: usize,
+    /// 1-based count of `f` statements.
+    number: usize,
+    start: usize,
+    /// Index into [`Parsed::materials`]; `None` before the first `usemtl`.
+    material: Option<u32>,
+}
+
+/// What one pass over the text found. Vertices go straight into the builder.
+#[derive(Default)]
+struct Parsed {
+    faces: Vec<Face>,
+    corners: Vec<u32>,
+    /// Distinct `usemtl` names in order of appearance.
+    materials: Vec<String>,
+    mtllib: Vec<String>,
     skipped: usize,
     objects: usize,
-    /// Distinct `usemtl` names in order of appearance, extracted exactly as tobj does.
-    usemtl: Vec<String>,
-    recognised: usize,
     unknown: usize,
     first_unknown: Option<(usize, String)>,
 }
 
-/// Checks vertices and face indices, naming the line of the first problem.
-fn scan(text: &str) -> Result<Scan, String> {
-    let mut s = Scan::default();
+/// Parses the statements, converting vertices into `b` and collecting faces.
+fn parse(text: &str, b: &mut Builder) -> crate::Result<Parsed> {
+    let path = b.path;
+    let mut p = Parsed::default();
+    let mut by_name: HashMap<&str, u32> = HashMap::new();
+    let mut material: Option<u32> = None;
+    let mut recognised = 0usize;
     let mut section_has_faces = false;
-    let mut faces = 0usize;
-    // Positive indices beyond the vertices read so far: tobj allows them if defined later.
-    let mut forward: Vec<(usize, usize, usize)> = Vec::new();
+    let mut triangles = 0u64;
+    let mut face_statements = 0usize;
+    // The last line, when the file does not end with a newline: a face cut short there means
+    // the file was truncated.
+    let unterminated = if text.ends_with('\n') {
+        0
+    } else {
+        text.lines().count()
+    };
     for (line_no, line) in text.lines().enumerate().map(|(i, l)| (i + 1, l)) {
+        let at = |msg: String| Error::load_at(path.display(), line_no, msg);
         let mut words = line.split_whitespace();
         let Some(key) = words.next() else { continue };
         if key.starts_with('#') {
             continue;
         }
-        s.recognised += 1;
+        recognised += 1;
         match key {
             "v" => {
-                s.vertices += 1;
-                let v = s.vertices;
-                for k in 0..3 {
-                    let word = words.next().unwrap_or("");
-                    let x: f32 = word.parse().map_err(|_| {
-                        format!("line {line_no}: vertex {v} has a malformed coordinate {word:?}; write `v x y z` with decimal numbers")
-                    })?;
-                    if !x.is_finite() {
-                        return Err(format!(
-                            "line {line_no}: vertex {v} has a non-finite {} coordinate ({word}); replace it with a finite number, or delete the vertex and the faces using it",
-                            ["x", "y", "z"][k]
-                        ));
-                    }
+                let v = b.mesh.positions.len() + 1;
+                if v as u64 > MAX_VERTICES {
+                    return Err(at(format!(
+                        "more than {MAX_VERTICES} vertices (the limit); split the mesh into several files"
+                    )));
                 }
+                let q = vertex(words)
+                    .and_then(|p| b.point(p))
+                    .map_err(|m| at(format!("vertex {v} {m}")))?;
+                b.mesh.positions.push(q);
             }
             "f" => {
-                faces += 1;
-                let mut count = 0usize;
+                face_statements += 1;
+                let number = face_statements;
+                let start = p.corners.len();
                 for word in words {
-                    count += 1;
-                    let first = word.split('/').next().unwrap_or("");
-                    let i: i64 = first.parse().map_err(|_| {
-                        format!("line {line_no}: face {faces} has a malformed vertex reference {word:?}; use v, v/vt, v//vn or v/vt/vn")
-                    })?;
-                    let bad = |why: String| {
-                        format!("line {line_no}: face {faces} refers to vertex {i}, {why}; fix the index")
-                    };
-                    if i == 0 {
-                        return Err(bad("but OBJ indices start at 1".into()));
-                    } else if i < 0 && i.unsigned_abs() as usize > s.vertices {
-                        return Err(bad(format!("but only {} vertices precede it", s.vertices)));
-                    } else if i > 0 && i as usize > s.vertices {
-                        forward.push((line_no, faces, i as usize));
-                    }
+                    let i = corner(word, b.mesh.positions.len())
+                        .map_err(|m| at(format!("face {number} {m}")))?;
+                    p.corners.push(i);
                 }
+                let count = p.corners.len() - start;
                 if count >= 3 {
-                    s.triangles += count - 2;
+                    triangles += count as u64 - 2;
+                    if triangles > MAX_TRIANGLES {
+                        return Err(at(format!(
+                            "the faces so far make {triangles} triangles, over the limit of {MAX_TRIANGLES}; simplify the mesh or split the level"
+                        )));
+                    }
+                    p.faces.push(Face {
+                        line: line_no,
+                        number,
+                        start,
+                        material,
+                    });
                     section_has_faces = true;
                 } else {
-                    s.skipped += 1;
+                    p.corners.truncate(start);
+                    p.skipped += 1;
+                    if line_no == unterminated {
+                        return Err(at(format!(
+                            "the file ends inside face {number} ({count} vertices); the file is truncated, re-export it"
+                        )));
+                    }
                 }
             }
             "o" | "g" => {
-                s.objects += usize::from(section_has_faces);
+                p.objects += usize::from(section_has_faces);
                 section_has_faces = false;
             }
-            "usemtl" => {
-                let name = line.split_once(' ').unwrap_or_default().1.trim();
-                if !name.is_empty() && !s.usemtl.iter().any(|n| n == name) {
-                    s.usemtl.push(name.to_string());
+            "usemtl" | "mtllib" => {
+                let rest = line.trim_start()[key.len()..].trim();
+                if rest.is_empty() {
+                    return Err(at(format!(
+                        "`{key}` without a name; write `{key} NAME` or delete the line"
+                    )));
                 }
+                if key == "mtllib" {
+                    p.mtllib.push(rest.to_string());
+                    continue;
+                }
+                let next = p.materials.len() as u32;
+                let m = *by_name.entry(rest).or_insert(next);
+                if m == next {
+                    p.materials.push(rest.to_string());
+                }
+                material = Some(m);
             }
-            "l" | "p" | "curv" | "curv2" | "surf" => s.skipped += 1,
+            "l" | "p" | "curv" | "curv2" | "surf" => p.skipped += 1,
             k if HARMLESS.contains(&k) => {}
             _ => {
-                s.recognised -= 1;
-                s.unknown += 1;
-                if s.first_unknown.is_none() {
-                    s.first_unknown = Some((line_no, line.chars().take(40).collect()));
+                recognised -= 1;
+                p.unknown += 1;
+                if p.first_unknown.is_none() {
+                    p.first_unknown = Some((line_no, line.chars().take(40).collect()));
                 }
             }
         }
     }
-    s.objects += usize::from(section_has_faces);
-    if let Some(&(line, face, i)) = forward.iter().find(|f| f.2 > s.vertices) {
-        return Err(format!(
-            "line {line}: face {face} refers to vertex {i} but the file has only {} vertices; fix the index",
-            s.vertices
-        ));
-    }
-    if s.recognised == 0 {
-        if let Some((line, text)) = &s.first_unknown {
-            return Err(format!(
-                "no OBJ statements found (line {line} reads {text:?}); this does not look like a Wavefront OBJ file"
+    p.objects += usize::from(section_has_faces);
+    if recognised == 0 {
+        if let Some((line, text)) = &p.first_unknown {
+            return Err(Error::load_at(
+                path.display(),
+                *line,
+                format!("no OBJ statements found (this line reads {text:?}); this does not look like a Wavefront OBJ file"),
             ));
         }
     }
-    Ok(s)
+    Ok(p)
+}
+
+/// The position of a `v` statement (`v x y z`, `v x y z w` or `v x y z r g b`); errors are
+/// messages that follow "vertex N".
+fn vertex<'a>(words: impl Iterator<Item = &'a str>) -> Result<Vec3, String> {
+    let words: Vec<&str> = words.take(8).collect();
+    let mut xyz = [0f32; 3];
+    for (k, c) in xyz.iter_mut().enumerate() {
+        let Some(word) = words.get(k) else {
+            return Err(format!(
+                "has only {} coordinates; write `v x y z` with decimal numbers (or the file is truncated)",
+                words.len()
+            ));
+        };
+        *c = word.parse().map_err(|_| {
+            format!("has a malformed coordinate {word:?}; write `v x y z` with decimal numbers")
+        })?;
+        if !c.is_finite() {
+            return Err(format!(
+                "has a non-finite {} coordinate ({word}); replace it with a finite number, or delete the vertex and the faces using it",
+                ["x", "y", "z"][k]
+            ));
+        }
+    }
+    let p = Vec3::from(xyz);
+    match words.len() {
+        3 | 6 => Ok(p), // 6: a vertex colour, which does not matter here
+        4 => match words[3].parse::<f32>() {
+            Ok(w) if w.is_finite() && w != 0.0 => Ok(p / w),
+            _ => Err(format!(
+                "has weight w = {:?}; write a finite non-zero w, or drop it (w = 1)",
+                words[3]
+            )),
+        },
+        n => Err(format!(
+            "has {n} numbers; write `v x y z`, `v x y z w` or `v x y z r g b`"
+        )),
+    }
+}
+
+/// One corner of a face (`v`, `v/vt`, `v//vn` or `v/vt/vn`) as a 0-based vertex index, given
+/// the `n` vertices read so far (negative indices count back from there; positive ones may
+/// refer to vertices defined later, checked once the file is read). Errors follow "face N".
+fn corner(word: &str, n: usize) -> Result<u32, String> {
+    let malformed = || {
+        format!("has a malformed vertex reference {word:?}; use v, v/vt, v//vn or v/vt/vn with integer indices")
+    };
+    let mut parts = word.split('/');
+    let i: i64 = parts
+        .next()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(malformed)?;
+    let rest: Vec<&str> = parts.collect();
+    if rest.len() > 2
+        || rest
+            .iter()
+            .any(|s| !s.is_empty() && s.parse::<i64>().is_err())
+    {
+        return Err(malformed());
+    }
+    let bad = |why: String| format!("refers to vertex {i}, {why}; fix the index");
+    if i == 0 {
+        Err(bad("but OBJ indices start at 1".into()))
+    } else if i < 0 {
+        let back = i.unsigned_abs();
+        if back > n as u64 {
+            return Err(bad(format!("but only {n} vertices precede it")));
+        }
+        Ok((n as u64 - back) as u32)
+    } else if i as u64 > MAX_VERTICES {
+        Err(bad(format!(
+            "beyond the limit of {MAX_VERTICES} vertices a mesh may have"
+        )))
+    } else {
+        Ok((i - 1) as u32)
+    }
 }
