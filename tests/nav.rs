@@ -1544,7 +1544,10 @@ fn slt_tables_store_the_nav_graph_and_shards_merge_byte_for_byte() {
     assert_eq!(single.edges.as_deref(), Some(graph.edges()));
     let bytes = single.to_bytes().unwrap();
     assert_eq!(&bytes[..8], &tables::MAGIC);
-    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 2);
+    assert_eq!(
+        u32::from_le_bytes(bytes[8..12].try_into().unwrap()),
+        tables::FORMAT_VERSION
+    );
     let back = TableFile::from_bytes(&bytes, "sniper.slt").unwrap();
     assert_eq!(back, single);
     assert_eq!(back.to_bytes().unwrap(), bytes);
