@@ -51,7 +51,7 @@ fn benches(c: &mut Criterion) {
         |_, _, _| {},
     )
     .unwrap();
-    let file_bytes = table.to_bytes().len();
+    let file_bytes = table.to_bytes().unwrap().len();
     let mut rng = SplitMix64(3);
     let pairs: Vec<IntervisPair> = (0..PAIRS)
         .map(|_| loop {

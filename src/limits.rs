@@ -31,6 +31,8 @@ pub const MAX_SHARDS: u32 = 1 << 16;
 pub const MAX_WAYPOINTS: u64 = 1 << 22;
 /// Edges one nav graph may hold.
 pub const MAX_EDGES: u64 = 1 << 26;
+/// Bytes of a scene name stored in a table file.
+pub const MAX_SCENE_NAME: u64 = 4096;
 
 /// Memory the operating system says is available, in bytes (`MemAvailable` on Linux); `None`
 /// where it cannot tell.

@@ -1550,12 +1550,15 @@ fn slt_tables_store_the_nav_graph_and_shards_merge_byte_for_byte() {
     .unwrap();
     assert_eq!(single.waypoints, graph.nodes());
     assert_eq!(single.edges.as_deref(), Some(graph.edges()));
-    let bytes = single.to_bytes();
+    let bytes = single.to_bytes().unwrap();
     assert_eq!(&bytes[..8], &tables::MAGIC);
-    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 2);
+    assert_eq!(
+        u32::from_le_bytes(bytes[8..12].try_into().unwrap()),
+        tables::FORMAT_VERSION
+    );
     let back = TableFile::from_bytes(&bytes, "sniper.slt").unwrap();
     assert_eq!(back, single);
-    assert_eq!(back.to_bytes(), bytes);
+    assert_eq!(back.to_bytes().unwrap(), bytes);
     let path = tmp("sniper.slt");
     single.write_to(&path).unwrap();
     let read = TableFile::read_from(&path).unwrap();
@@ -1581,7 +1584,7 @@ fn slt_tables_store_the_nav_graph_and_shards_merge_byte_for_byte() {
                 |_, _, _| {},
             )
             .unwrap();
-            let b = TableFile::from_bytes(&s.to_bytes(), "shard.slt").unwrap();
+            let b = TableFile::from_bytes(&s.to_bytes().unwrap(), "shard.slt").unwrap();
             assert_eq!(b.edges, single.edges, "shard {k} lost the edges");
             b
         })
@@ -1589,7 +1592,7 @@ fn slt_tables_store_the_nav_graph_and_shards_merge_byte_for_byte() {
     shards.swap(0, 2);
     let merged = tables::merge(&shards).unwrap();
     assert_eq!(
-        merged.to_bytes(),
+        merged.to_bytes().unwrap(),
         bytes,
         "merged shards differ from the single run"
     );

@@ -35,7 +35,7 @@ fn fake_measure(
                 IntervisRecord {
                     exposed,
                     occluded: 5 - exposed,
-                    background: i ^ j,
+                    background: 100 - exposed,
                     box_pixels: 100,
                     target_brightness: d / 200.0,
                     background_brightness: 0.5,
@@ -186,10 +186,11 @@ fn version_one_files_still_read() {
     assert_eq!(t.meta.posture, sightline::agent::Posture::Standing);
     assert_eq!(t.meta.range, Some(30.0));
     assert!(t.edges.is_none());
-    // Written again it is a version-2 file that reads back equal.
-    let again = t.to_bytes();
-    assert_eq!(u32::from_le_bytes(again[8..12].try_into().unwrap()), 2);
-    assert_eq!(TableFile::from_bytes(&again, "v2.slt").unwrap(), t);
+    // Written again it is a version-3 file that reads back equal (records were quantised as
+    // they were read).
+    let again = t.to_bytes().unwrap();
+    assert_eq!(u32::from_le_bytes(again[8..12].try_into().unwrap()), 3);
+    assert_eq!(TableFile::from_bytes(&again, "v3.slt").unwrap(), t);
     // A version-1 header claiming version-2 flags is refused.
     let mut bad = bytes.clone();
     bad[12] |= 4;
@@ -213,12 +214,16 @@ fn file_round_trips_and_writes_are_byte_identical() {
     let path = tmp("roundtrip.slt");
     a.write_to(&path).unwrap();
     let bytes = std::fs::read(&path).unwrap();
-    assert_eq!(bytes, b.to_bytes(), "two runs wrote different bytes");
+    assert_eq!(
+        bytes,
+        b.to_bytes().unwrap(),
+        "two runs wrote different bytes"
+    );
     assert_eq!(&bytes[..8], b"SLTABLE\0");
     assert_eq!(bytes.len() % 8, 0);
     let back = TableFile::read_from(&path).unwrap();
     assert_eq!(back, a);
-    assert_eq!(back.to_bytes(), bytes);
+    assert_eq!(back.to_bytes().unwrap(), bytes);
     let s = back.summary();
     assert!(s.contains("urban") && s.contains("intervis"), "{s}");
     // Without intervis, and with waypoints from a file: round trips too.
@@ -228,7 +233,10 @@ fn file_round_trips_and_writes_are_byte_identical() {
     };
     let c = tables::precompute(&engine, &scene, "", &q, None, None, |_, _, _| {}).unwrap();
     assert_eq!(c.meta.spacing, None);
-    assert_eq!(TableFile::from_bytes(&c.to_bytes(), "c.slt").unwrap(), c);
+    assert_eq!(
+        TableFile::from_bytes(&c.to_bytes().unwrap(), "c.slt").unwrap(),
+        c
+    );
 }
 
 fn load_err(bytes: &[u8], name: &str) -> String {
@@ -252,7 +260,9 @@ fn damaged_files_are_clear_errors_not_panics() {
         range: Some(40.0),
         ..params(8.0)
     };
-    let good = table_with_intervis(&engine, &scene, &p, None).to_bytes();
+    let good = table_with_intervis(&engine, &scene, &p, None)
+        .to_bytes()
+        .unwrap();
     let msg = load_err(&good[..good.len() - 100], "truncated.slt");
     assert!(
         msg.contains("truncated") && msg.contains("recompute"),
@@ -301,12 +311,12 @@ fn merged_shards_equal_a_single_run_byte_for_byte() {
         .collect();
     for s in &shards {
         // Shards survive the file too.
-        let back = TableFile::from_bytes(&s.to_bytes(), "shard.slt").unwrap();
+        let back = TableFile::from_bytes(&s.to_bytes().unwrap(), "shard.slt").unwrap();
         assert_eq!(&back, s);
     }
     shards.reverse();
     let merged = tables::merge(&shards).unwrap();
-    assert_eq!(merged.to_bytes(), single.to_bytes());
+    assert_eq!(merged.to_bytes().unwrap(), single.to_bytes().unwrap());
     assert!(tables::merge(&shards[..2])
         .unwrap_err()
         .to_string()
@@ -403,6 +413,7 @@ fn urban_at_two_metres_numbers() {
     let file = tables::TableFile {
         meta: tables::TableMeta {
             scene: "urban".into(),
+            scene_digest: Some(scene.geometry_digest()),
             eye_height: 1.7,
             range: None,
             spacing: Some(2.0),
@@ -431,4 +442,300 @@ fn urban_at_two_metres_numbers() {
     let missing = tmp("no-such-dir").join("x").join("t.slt");
     let msg = file.write_to(&missing).unwrap_err().to_string();
     assert!(msg.contains("t.slt"), "{msg}");
+}
+
+/// A table written by format version 2 (nav graph, crouching targets, 56-byte intervis
+/// entries, no scene digest) still reads, and still cannot be used with a scene.
+#[test]
+fn version_two_files_still_read() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/v2-rock-nav.slt");
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 2);
+    let t = TableFile::read_from(&path).unwrap();
+    assert_eq!(t.waypoints.len(), 64);
+    assert_eq!(t.los.visible_pairs(), 469);
+    assert_eq!(t.intervis.as_ref().unwrap().len(), 941);
+    assert_eq!(t.edges.as_ref().unwrap().len(), 119);
+    assert_eq!(t.meta.posture, sightline::agent::Posture::Crouching);
+    assert_eq!(t.meta.scene_digest, None);
+    let m = tables::MappedTable::open(&path).unwrap();
+    assert_eq!(m.version(), 2);
+    assert_eq!(
+        m.intervis(0, 1),
+        t.intervis.as_ref().unwrap().get(0, 1).copied()
+    );
+    let again = TableFile::from_bytes(&t.to_bytes().unwrap(), "v3.slt").unwrap();
+    assert_eq!(again, t);
+    let msg = m.check_scene(&small_urban()).unwrap_err().to_string();
+    assert!(
+        msg.contains("v2-rock-nav.slt") && msg.contains("recompute"),
+        "{msg}"
+    );
+}
+
+/// The raw `f32` intervis records of the version-1 fixture (real measurements on a rock
+/// scene), read without the reader's quantisation.
+fn raw_v1_records() -> Vec<IntervisRecord> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/v1-rock.slt");
+    let b = std::fs::read(path).unwrap();
+    let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let name = u32::from_le_bytes(b[68..72].try_into().unwrap()) as usize;
+    let mut pos = (72 + name).next_multiple_of(8);
+    for tag in [b"WAYP", b"LOSB", b"SEES"] {
+        assert_eq!(&b[pos..pos + 4], tag);
+        pos = (pos + 16 + u64_at(pos + 8) as usize).next_multiple_of(8);
+    }
+    assert_eq!(&b[pos..pos + 4], b"IVIS");
+    let body = &b[pos + 16..pos + 16 + u64_at(pos + 8) as usize];
+    body.chunks_exact(56)
+        .map(|c| bytemuck::pod_read_unaligned::<IntervisRecord>(&c[8..]))
+        .collect()
+}
+
+/// The packed intervis entry's quantisation error over real records, field by field, within
+/// the bounds `tables::packed` states (and `deploy/README.md` quotes).
+#[test]
+fn packed_intervis_error_is_within_its_stated_bounds() {
+    let raw = raw_v1_records();
+    assert_eq!(raw.len(), 941);
+    let mut stats: Vec<(&str, f64, f64)> = Vec::new();
+    let mut field = |name, err: &dyn Fn(&IntervisRecord, &IntervisRecord) -> f64| {
+        let (mut max, mut sum) = (0f64, 0f64);
+        for r in &raw {
+            let e = err(r, &tables::quantise(r));
+            max = max.max(e);
+            sum += e;
+        }
+        stats.push((name, max, sum / raw.len() as f64));
+    };
+    let abs = |a: f32, b: f32| f64::from((a - b).abs());
+    let rel = |a: f32, b: f32| {
+        if a == 0.0 {
+            0.0
+        } else {
+            abs(a, b) / f64::from(a)
+        }
+    };
+    field("exposed (px)", &|r, q| {
+        f64::from(r.exposed.abs_diff(q.exposed))
+    });
+    field("occluded (px)", &|r, q| {
+        f64::from(r.occluded.abs_diff(q.occluded))
+    });
+    field("background (px)", &|r, q| {
+        f64::from(r.background.abs_diff(q.background))
+    });
+    field("target brightness", &|r, q| {
+        abs(r.target_brightness, q.target_brightness)
+    });
+    field("background brightness", &|r, q| {
+        abs(r.background_brightness, q.background_brightness)
+    });
+    field("occlusion", &|r, q| abs(r.occlusion, q.occlusion));
+    field("contrast (relative)", &|r, q| rel(r.contrast, q.contrast));
+    field("solid angle (relative)", &|r, q| {
+        rel(r.solid_angle, q.solid_angle)
+    });
+    let max_box = raw.iter().map(|r| r.box_pixels).max().unwrap();
+    println!(
+        "quantisation error over {} v1-rock records (largest box {max_box} px):",
+        raw.len()
+    );
+    for (name, max, mean) in &stats {
+        println!("  {name:24} max {max:.3e}  mean {mean:.3e}");
+    }
+    let bound = |name: &str| match name {
+        n if n.ends_with("(px)") => (f64::from(max_box) / 131_070.0).floor(),
+        n if n.ends_with("(relative)") => 1.0 / 2048.0,
+        _ => 0.5 / 65535.0 + 1e-7,
+    };
+    for (name, max, _) in &stats {
+        assert!(
+            *max <= bound(name),
+            "{name}: max error {max} over {}",
+            bound(name)
+        );
+    }
+    assert!(raw
+        .iter()
+        .all(|r| tables::quantise(r).box_pixels == r.box_pixels));
+}
+
+/// The streaming path (precompute straight to a file, sees lists built from the bits 64 rows
+/// at a time) writes the same bytes as the in-memory table, and the mapped reader answers
+/// every query the in-memory table does. Shards merged from files equal the single run.
+#[test]
+fn streaming_writer_and_mapped_reader_agree_with_the_eager_table() {
+    let (engine, scene) = (Engine::cpu(), small_urban());
+    let base = params(8.0);
+    let w = tables::sample_waypoints(&engine, &scene, 8.0, base.max_slope).unwrap();
+    let n = w.len() as u32;
+    assert!(n > 130, "{n} waypoints: want more than two sees blocks");
+    let edges: Vec<tables::Edge> = (0..n - 1)
+        .step_by(3)
+        .map(|a| tables::Edge {
+            a,
+            b: a + 1,
+            kinds: tables::EdgeKinds::STAIRS,
+            length: w[a as usize].distance(w[a as usize + 1]),
+        })
+        .collect();
+    let p = PrecomputeParams {
+        range: Some(50.0),
+        waypoints: Some(w.clone()),
+        edges: Some(edges.clone()),
+        ..base
+    };
+    let run = |shard, path: Option<&PathBuf>| {
+        let mut m = fake_measure(&w);
+        match path {
+            None => Err(tables::precompute(
+                &engine,
+                &scene,
+                "urban",
+                &p,
+                shard,
+                Some(&mut m),
+                |_, _, _| {},
+            )
+            .unwrap()),
+            Some(path) => Ok(tables::precompute_to_file(
+                &engine,
+                &scene,
+                "urban",
+                &p,
+                shard,
+                Some(&mut m),
+                path,
+                |_, _, _| {},
+            )
+            .unwrap()),
+        }
+    };
+    let eager = run(None, None).unwrap_err();
+    let path = tmp("streamed.slt");
+    let mapped = run(None, Some(&path)).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes, eager.to_bytes().unwrap(), "streamed bytes differ");
+    eager.write_to(tmp("eager.slt")).unwrap();
+    assert_eq!(std::fs::read(tmp("eager.slt")).unwrap(), bytes);
+    assert_eq!(mapped.meta(), &eager.meta);
+    assert_eq!(mapped.visible_pairs(), eager.los.visible_pairs());
+    for i in 0..n {
+        assert_eq!(mapped.waypoint(i), eager.waypoints[i as usize]);
+        assert_eq!(
+            mapped.sees(i).collect::<Vec<_>>(),
+            eager.los.sees(i),
+            "sees({i})"
+        );
+        for j in 0..n {
+            assert_eq!(mapped.visible(i, j), eager.los.visible(i, j), "({i}, {j})");
+        }
+    }
+    let iv = eager.intervis.as_ref().unwrap();
+    assert_eq!(mapped.intervis_len(), iv.len());
+    assert!(iv.len() > 100);
+    for (e, (i, j, r)) in iv.entries().iter().enumerate() {
+        assert_eq!(mapped.intervis_entry(e), (*i, *j, *r));
+        assert_eq!(mapped.intervis(*i, *j), Some(*r));
+    }
+    assert_eq!(mapped.intervis(0, 0), None);
+    assert_eq!(mapped.edges().unwrap(), edges);
+    // Shards streamed to files, merged from the files (any order) without loading them.
+    let shard_paths: Vec<PathBuf> = (0..3)
+        .rev()
+        .map(|k| {
+            let sp = tmp(&format!("stream-shard-{k}.slt"));
+            run(Some((k, 3)), Some(&sp)).unwrap();
+            sp
+        })
+        .collect();
+    let merged = tmp("stream-merged.slt");
+    tables::merge_files(&shard_paths, &merged).unwrap();
+    assert_eq!(std::fs::read(&merged).unwrap(), bytes);
+    let msg = tables::merge_files(&shard_paths[..2], tmp("m2.slt"))
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("missing"), "{msg}");
+    let twice = [
+        &shard_paths[0],
+        &shard_paths[0],
+        &shard_paths[1],
+        &shard_paths[2],
+    ];
+    let msg = tables::merge_files(&twice, tmp("m3.slt"))
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("twice"), "{msg}");
+    let mixed = [&shard_paths[0], &shard_paths[1], &path];
+    assert!(tables::merge_files(&mixed, tmp("m4.slt")).is_err());
+}
+
+/// A table records the geometry it was computed on; a changed scene refuses it.
+#[test]
+fn a_table_for_a_changed_scene_is_refused() {
+    let (engine, mut scene) = (Engine::cpu(), small_urban());
+    let p = PrecomputeParams {
+        range: Some(30.0),
+        ..params(10.0)
+    };
+    let t = tables::precompute(&engine, &scene, "urban", &p, None, None, |_, _, _| {}).unwrap();
+    assert_eq!(t.meta.scene_digest, Some(scene.geometry_digest()));
+    t.check_scene(&scene).unwrap();
+    assert_eq!(small_urban().geometry_digest(), scene.geometry_digest());
+    let path = tmp("digest.slt");
+    t.write_to(&path).unwrap();
+    tables::MappedTable::open(&path)
+        .unwrap()
+        .check_scene(&scene)
+        .unwrap();
+    // Moving a crate of the scene changes the digest.
+    let mut crate_mesh = sightline::scene::Mesh::default();
+    crate_mesh.push_quad(Vec3::ZERO, Vec3::X, Vec3::new(1.0, 1.0, 0.0), Vec3::Y, 0);
+    let id = scene
+        .add_object(
+            crate_mesh,
+            glam::Affine3A::IDENTITY,
+            sightline::scene::Mobility::Movable,
+        )
+        .unwrap();
+    let msg = t.check_scene(&scene).unwrap_err().to_string();
+    assert!(msg.contains("recompute"), "{msg}");
+    let before = scene.geometry_digest();
+    scene
+        .set_transform(id, glam::Affine3A::from_translation(Vec3::X))
+        .unwrap();
+    assert_ne!(scene.geometry_digest(), before);
+    let msg = tables::MappedTable::open(&path)
+        .unwrap()
+        .check_scene(&scene)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("digest.slt") && msg.contains("recompute"),
+        "{msg}"
+    );
+}
+
+/// `--shard` is bounded by `limits::MAX_SHARDS`, and the error names the limit.
+#[test]
+fn shard_counts_are_bounded() {
+    for bad in [
+        "0/4000000000",
+        "0/65537",
+        "70000/70001",
+        "5/5",
+        "-1/3",
+        "1/2/3",
+        "x",
+    ] {
+        let e = tables::parse_shard(bad).unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, Error::InvalidParameter { .. }), "{bad}: {e:?}");
+        assert!(
+            msg.contains("65536") && msg.contains("--shard"),
+            "{bad}: {msg}"
+        );
+    }
+    assert_eq!(tables::parse_shard("65535/65536").unwrap(), (65535, 65536));
 }

@@ -318,6 +318,35 @@ impl Scene {
         out
     }
 
+    /// A digest of the geometry queries see: FNV-1a 64 over every live triangle's world-space
+    /// vertex bits, its material index and that material's flags and albedo bits, in
+    /// scene-id order (static and movable alike). Tables record it so a table is not used
+    /// with a scene that changed since it was computed.
+    #[must_use]
+    pub fn geometry_digest(&self) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut write = |w: u32| {
+            for b in w.to_le_bytes() {
+                h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+            }
+        };
+        for obj in self.objects.iter().flatten() {
+            for (tri, &m) in obj.mesh.triangles.iter().zip(&obj.mesh.materials) {
+                for v in tri {
+                    let p = obj
+                        .transform
+                        .transform_point3(obj.mesh.positions[*v as usize]);
+                    p.to_array().into_iter().for_each(|c| write(c.to_bits()));
+                }
+                let mat = &self.materials[m as usize];
+                for w in [m, mat.flags.bits(), mat.albedo.to_bits()] {
+                    write(w);
+                }
+            }
+        }
+        h
+    }
+
     /// World-space bounds of all live geometry, or `None` for an empty scene.
     pub fn bounds(&self) -> Option<(Vec3, Vec3)> {
         let mut lo = Vec3::splat(f32::INFINITY);

@@ -37,7 +37,8 @@ pub const MEASURE_BATCH: usize = 1 << 16;
 
 /// Intervis records of ordered waypoint pairs, sorted by `(observer, target)`. Pairs out of
 /// range, and fully occluded pairs (`exposed == 0`), are not stored: Darken, McCue and Guerrero (Table 3) notes
-/// that dropping them shrinks the table by about 75 %.
+/// that dropping them shrinks the table by about 75 %. Records are held as the file stores
+/// them ([`quantise`](super::quantise)), so a table written and read back is equal.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct IntervisTable {
     entries: Vec<(u32, u32, IntervisRecord)>,
@@ -45,24 +46,26 @@ pub struct IntervisTable {
 
 impl IntervisTable {
     /// A table from entries sorted by `(observer, target)` without repeats, each with
-    /// `exposed > 0` and `observer != target`.
-    pub fn from_entries(
-        entries: Vec<(u32, u32, IntervisRecord)>,
-    ) -> std::result::Result<IntervisTable, String> {
+    /// `observer != target` and a record the file can hold (something exposed, counts within
+    /// the box, finite non-negative measures); records are quantised as the file stores them.
+    pub fn from_entries(mut entries: Vec<(u32, u32, IntervisRecord)>) -> Result<IntervisTable> {
         if let Some(k) = entries
             .windows(2)
             .position(|w| (w[0].0, w[0].1) >= (w[1].0, w[1].1))
         {
-            return Err(format!(
-                "intervis entries {k} and {} are out of order",
+            return Err(Error::InvalidInput(format!(
+                "intervis entries {k} and {} are out of order or repeated",
                 k + 1
-            ));
+            )));
         }
-        if let Some(e) = entries.iter().find(|e| e.2.exposed == 0 || e.0 == e.1) {
-            return Err(format!(
-                "intervis entry ({}, {}) is a self pair or has nothing exposed",
-                e.0, e.1
-            ));
+        for e in &mut entries {
+            let why = if e.0 == e.1 {
+                Err("is a self pair".to_string())
+            } else {
+                super::packed::check_record(&e.2)
+            };
+            why.map_err(|m| Error::InvalidInput(format!("intervis entry ({}, {}) {m}", e.0, e.1)))?;
+            e.2 = super::quantise(&e.2);
         }
         Ok(IntervisTable { entries })
     }
@@ -114,15 +117,33 @@ impl IntervisTable {
 
 /// Measures every ordered pair `(i, j)`, `i != j`, with observer row `i % N == K`
 /// (`shard = (K, N)`) and the waypoints at most `range` apart, in batches of
-/// [`MEASURE_BATCH`] pairs, and keeps the records with `exposed > 0`.
-/// `progress(done, total)` counts observer rows.
+/// [`MEASURE_BATCH`] pairs, and keeps the records with `exposed > 0`, quantised as the file
+/// stores them. `progress(done, total)` counts observer rows.
 pub fn compute_intervis(
     waypoints: &[Vec3],
     range: Option<f32>,
     shard: (u32, u32),
     measure: &mut MeasureFn<'_>,
-    mut progress: impl FnMut(u64, u64),
+    progress: impl FnMut(u64, u64),
 ) -> Result<IntervisTable> {
+    let mut entries = Vec::new();
+    measure_rows(waypoints, range, shard, measure, progress, |i, j, r| {
+        entries.push((i, j, super::quantise(&r)));
+        Ok(())
+    })?;
+    Ok(IntervisTable { entries })
+}
+
+/// [`compute_intervis`] handing each kept record to `sink` in `(observer, target)` order
+/// instead of keeping it (the streaming writer stores them as they come).
+pub(crate) fn measure_rows(
+    waypoints: &[Vec3],
+    range: Option<f32>,
+    shard: (u32, u32),
+    measure: &mut MeasureFn<'_>,
+    mut progress: impl FnMut(u64, u64),
+    mut sink: impl FnMut(u32, u32, IntervisRecord) -> Result<()>,
+) -> Result<()> {
     super::check_shard(shard)?;
     let n = u32::try_from(waypoints.len())
         .ok()
@@ -136,10 +157,10 @@ pub fn compute_intervis(
             )
         })?;
     let r2 = range.map_or(f32::INFINITY, |r| r * r);
-    let rows: Vec<u32> = (shard.0..n).step_by(shard.1 as usize).collect();
-    let mut entries = Vec::new();
+    let rows = (shard.0..n).step_by(shard.1 as usize);
+    let row_count = rows.len() as u64;
     let mut pairs = Vec::with_capacity(MEASURE_BATCH);
-    let mut run = |pairs: &mut Vec<(u32, u32)>, entries: &mut Vec<_>| -> Result<()> {
+    let mut run = |pairs: &mut Vec<(u32, u32)>| -> Result<()> {
         if pairs.is_empty() {
             return Ok(());
         }
@@ -151,28 +172,29 @@ pub fn compute_intervis(
                 pairs.len()
             )));
         }
-        entries.extend(
-            pairs
-                .iter()
-                .zip(records)
-                .filter(|(_, r)| r.exposed > 0)
-                .map(|(&(i, j), r)| (i, j, r)),
-        );
+        for (&(i, j), r) in pairs.iter().zip(records) {
+            if r.exposed == 0 {
+                continue;
+            }
+            super::packed::check_record(&r).map_err(|m| {
+                Error::InvalidInput(format!("the intervis measurement of pair ({i}, {j}) {m}"))
+            })?;
+            sink(i, j, r)?;
+        }
         pairs.clear();
         Ok(())
     };
-    for (done, &i) in rows.iter().enumerate() {
+    for (done, i) in rows.enumerate() {
         let a = waypoints[i as usize];
         for j in (0..n).filter(|&j| j != i) {
             if a.distance_squared(waypoints[j as usize]) <= r2 {
                 pairs.push((i, j));
                 if pairs.len() == MEASURE_BATCH {
-                    run(&mut pairs, &mut entries)?;
+                    run(&mut pairs)?;
                 }
             }
         }
-        progress(done as u64 + 1, rows.len() as u64);
+        progress(done as u64 + 1, row_count);
     }
-    run(&mut pairs, &mut entries)?;
-    Ok(IntervisTable { entries })
+    run(&mut pairs)
 }

@@ -6,7 +6,7 @@ use crate::trace::Segment;
 use crate::{Engine, Error, Result, Scene};
 use glam::Vec3;
 
-pub(crate) use super::bits::{for_each_set_bit, or_bits, read_bits};
+pub(crate) use super::bits::{for_each_set_bit, read_bits};
 
 /// How line of sight between two waypoints is traced.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -58,10 +58,12 @@ pub struct LosTable {
 }
 
 impl LosTable {
-    /// An all-blocked table for `n` waypoints holding shard `k/m`'s rows.
-    pub(crate) fn empty(n: u32, shard: (u32, u32)) -> LosTable {
+    /// Bit offsets of each row (`n + 1`), memory-checked.
+    fn row_starts(n: u32, shard: (u32, u32)) -> Result<Vec<u64>> {
+        super::check_shard(shard)?;
         let (k, m) = shard;
-        let mut row_start = Vec::with_capacity(n as usize + 1);
+        let fix = "use fewer waypoints (a larger --spacing) or more shards";
+        let mut row_start = crate::limits::vec_with_capacity(n as usize + 1, "row offsets", fix)?;
         let mut acc = 0u64;
         for i in 0..n {
             row_start.push(acc);
@@ -70,17 +72,32 @@ impl LosTable {
             }
         }
         row_start.push(acc);
-        LosTable {
+        Ok(row_start)
+    }
+
+    /// An all-blocked table for `n` waypoints holding shard `k/m`'s rows; its bits are
+    /// checked against available memory first.
+    pub(crate) fn empty(n: u32, shard: (u32, u32)) -> Result<LosTable> {
+        let row_start = Self::row_starts(n, shard)?;
+        let words = row_start[n as usize].div_ceil(64) as usize;
+        let bits = crate::limits::vec_filled(
+            words,
+            0u64,
+            "the line-of-sight bits",
+            "use fewer waypoints (a larger --spacing) or more shards",
+        )?;
+        Ok(LosTable {
             n,
             shard,
-            bits: vec![0; acc.div_ceil(64) as usize],
+            bits,
             row_start,
             sees_offsets: Vec::new(),
             sees: Vec::new(),
-        }
+        })
     }
 
-    /// Rebuilds a table read from a file, checking that the parts fit together.
+    /// Rebuilds a table read from a file, checking that the parts fit together (the file's
+    /// full checks are in [`layout`](super::layout)).
     pub(crate) fn from_parts(
         n: u32,
         shard: (u32, u32),
@@ -88,19 +105,26 @@ impl LosTable {
         sees_offsets: Vec<u64>,
         sees: Vec<u32>,
     ) -> std::result::Result<LosTable, String> {
-        let mut t = LosTable::empty(n, shard);
-        if bits.len() != t.bits.len() {
+        let row_start = Self::row_starts(n, shard).map_err(|e| e.to_string())?;
+        let words = row_start[n as usize].div_ceil(64) as usize;
+        if bits.len() != words {
             return Err(format!(
-                "LOS section has {} words, expected {}",
-                bits.len(),
-                t.bits.len()
+                "LOS section has {} words, expected {words}",
+                bits.len()
             ));
         }
+        let mut t = LosTable {
+            n,
+            shard,
+            bits,
+            row_start,
+            sees_offsets: Vec::new(),
+            sees: Vec::new(),
+        };
         let used = t.bit_count() % 64;
-        if used != 0 && bits.last().is_some_and(|&w| w >> used != 0) {
+        if used != 0 && t.bits.last().is_some_and(|&w| w >> used != 0) {
             return Err("LOS section has bits set past its last pair".into());
         }
-        t.bits = bits;
         if !t.is_complete() {
             if !(sees_offsets.is_empty() && sees.is_empty()) {
                 return Err("a shard file must not hold sees lists".into());
@@ -223,10 +247,12 @@ impl LosTable {
 
     /// Builds the sees lists from the bits of a complete table: a counting pass over the set
     /// bits, a prefix sum, a filling pass. Scanning rows in order leaves every list ascending.
-    pub(crate) fn build_sees(&mut self) {
+    pub(crate) fn build_sees(&mut self) -> Result<()> {
         assert!(self.is_complete(), "sees lists need every row");
         let n = self.n as usize;
-        let mut degree = vec![0u64; n + 1];
+        let fix = "use fewer waypoints, or write the table with `precompute_to_file`, which \
+                   streams the sees lists";
+        let mut degree = crate::limits::vec_filled(n + 1, 0u64, "sees offsets", fix)?;
         for i in 0..self.n {
             let (s, len) = self.row_bits(i);
             for_each_set_bit(&self.bits, s, len, |d| {
@@ -242,7 +268,7 @@ impl LosTable {
         }
         offsets.push(acc);
         let mut fill: Vec<u64> = offsets[..n].to_vec();
-        let mut sees = vec![0u32; acc as usize];
+        let mut sees = crate::limits::vec_filled(acc as usize, 0u32, "sees lists", fix)?;
         for i in 0..self.n {
             let (s, len) = self.row_bits(i);
             for_each_set_bit(&self.bits, s, len, |d| {
@@ -255,6 +281,7 @@ impl LosTable {
         }
         self.sees_offsets = offsets;
         self.sees = sees;
+        Ok(())
     }
 }
 
@@ -284,10 +311,28 @@ pub fn compute_los_shard(
     params: &LosParams,
     range: Option<f32>,
     shard: (u32, u32),
+    progress: impl FnMut(u64, u64),
+) -> Result<LosTable> {
+    let mut table = trace_rows(engine, scene, waypoints, params, range, shard, progress)?;
+    if table.is_complete() {
+        table.build_sees()?;
+    }
+    Ok(table)
+}
+
+/// [`compute_los_shard`] without the sees lists (the streaming writer builds them as it
+/// writes).
+pub(crate) fn trace_rows(
+    engine: &Engine,
+    scene: &Scene,
+    waypoints: &[Vec3],
+    params: &LosParams,
+    range: Option<f32>,
+    shard: (u32, u32),
     mut progress: impl FnMut(u64, u64),
 ) -> Result<LosTable> {
     let n = check_inputs(waypoints, params, range, shard)?;
-    let mut table = LosTable::empty(n, shard);
+    let mut table = LosTable::empty(n, shard)?;
     let total = table.bit_count();
     let lift = Vec3::new(0.0, params.eye_height, 0.0);
     let r2 = range.map_or(f32::INFINITY, |r| r * r);
@@ -324,9 +369,6 @@ pub fn compute_los_shard(
     }
     flush(&mut segs, &mut index, &mut table)?;
     progress(total, total);
-    if table.is_complete() {
-        table.build_sees();
-    }
     Ok(table)
 }
 

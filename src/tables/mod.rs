@@ -11,27 +11,40 @@
 //! - [`edges`]: the nav graph's movement [`Edge`]s, stored beside the tables so one set of
 //!   waypoints serves line of sight, intervis and movement (`sightline::nav` builds them).
 //! - [`file`](mod@file): the `.slt` file ([`TableFile::write_to`], [`TableFile::read_from`]), byte
-//!   offsets in its docs.
+//!   offsets in its docs; [`layout`] the strict reader's checks; [`packed`] the 28-byte
+//!   intervis entry and its error bounds.
+//! - [`writer`]: [`TableWriter`], section by section with a running checksum;
+//!   [`mapped`]: [`MappedTable`], queries straight from a memory-mapped file.
 //!
 //! Scale-out: [`precompute`] with `shard = Some((K, N))` computes the observer rows
-//! `i % N == K` only; [`merge`] joins the `N` shard files into a file byte-identical to a single
-//! run. `deploy/` runs the shards as a Kubernetes Indexed Job or a Slurm array.
+//! `i % N == K` only; [`merge`] (in memory) and [`merge_files`] (streaming) join the `N` shard
+//! files into a file byte-identical to a single run. [`precompute_to_file`] streams a run to
+//! disk. `deploy/` runs the shards as a Kubernetes Indexed Job or a Slurm array.
 
 mod bits;
 pub mod edges;
 pub mod file;
 pub mod intervis;
+pub mod layout;
 pub mod los;
+pub mod mapped;
+mod merge;
+pub mod packed;
 pub mod waypoints;
+pub mod writer;
 
 pub use edges::{check_edges, Edge, EdgeKinds};
 pub use file::{FORMAT_VERSION, MAGIC};
 pub use intervis::{compute_intervis, intervis_measure, IntervisTable, MeasureFn, MEASURE_BATCH};
 pub use los::{compute_los, compute_los_shard, LosParams, LosTable};
+pub use mapped::MappedTable;
+pub use merge::{merge, merge_files};
+pub use packed::quantise;
 pub use waypoints::{
     parse_waypoints_csv, parse_waypoints_json, read_waypoints, sample_floors, sample_waypoints,
     waypoint_digest, FloorSample, SampleParams,
 };
+pub use writer::TableWriter;
 
 use crate::agent::Posture;
 
@@ -44,6 +57,9 @@ use glam::Vec3;
 pub struct TableMeta {
     /// The scene's name (for `inspect`; not checked against anything).
     pub scene: String,
+    /// The [`Scene::geometry_digest`] of the scene the table was computed on; `None` in files
+    /// written before tables recorded it (format versions 1 and 2).
+    pub scene_digest: Option<u64>,
     /// Eye height above each waypoint (m).
     pub eye_height: f32,
     /// Pairs farther apart are not visible and not measured; `None` for unlimited.
@@ -129,20 +145,7 @@ pub fn precompute(
     mut progress: impl FnMut(Stage, u64, u64),
 ) -> Result<TableFile> {
     let shard = shard.unwrap_or((0, 1));
-    check_shard(shard)?;
-    progress(Stage::Waypoints, 0, 1);
-    let waypoints = match &params.waypoints {
-        Some(w) => w.clone(),
-        None => sample_waypoints(engine, scene, params.spacing, params.max_slope)?,
-    };
-    progress(Stage::Waypoints, 1, 1);
-    if let Some(e) = &params.edges {
-        check_edges(e, waypoints.len()).map_err(|e| {
-            Error::InvalidInput(format!(
-                "the nav graph's edges do not fit the waypoints: {e}"
-            ))
-        })?;
-    }
+    let (meta, waypoints) = prepare(engine, scene, scene_name, params, shard, &mut progress)?;
     let los = compute_los_shard(
         engine,
         scene,
@@ -163,15 +166,7 @@ pub fn precompute(
         None => None,
     };
     Ok(TableFile {
-        meta: TableMeta {
-            scene: scene_name.to_string(),
-            eye_height: params.los.eye_height,
-            range: params.range,
-            spacing: params.waypoints.is_none().then_some(params.spacing),
-            max_slope: params.max_slope,
-            mask: params.los.mask,
-            posture: params.posture,
-        },
+        meta,
         waypoints,
         los,
         intervis,
@@ -179,106 +174,153 @@ pub fn precompute(
     })
 }
 
-/// Joins the `N` shard tables of one run (any order) into the complete table: its bytes equal
-/// a single unsharded run's. Fails when shards are missing or repeated, or disagree on
-/// waypoints or parameters. A complete table is returned as is.
-pub fn merge(shards: &[TableFile]) -> Result<TableFile> {
-    let first = shards
-        .first()
-        .ok_or_else(|| Error::InvalidInput("merge needs at least one shard".into()))?;
-    let count = first.los.shard().1;
-    if count == 1 && shards.len() == 1 {
-        return Ok(first.clone());
+/// [`precompute`] streamed to the file `path`: the line-of-sight bits are held (`n^2 / 16`
+/// bytes), the sees lists and intervis records go to the file as they are produced, never
+/// all in memory. Returns the written file, mapped ([`MappedTable`]); its bytes equal
+/// [`precompute`]'s table written with [`TableFile::write_to`].
+#[allow(clippy::too_many_arguments)]
+pub fn precompute_to_file(
+    engine: &Engine,
+    scene: &Scene,
+    scene_name: &str,
+    params: &PrecomputeParams,
+    shard: Option<(u32, u32)>,
+    measure: Option<&mut MeasureFn<'_>>,
+    path: impl AsRef<std::path::Path>,
+    mut progress: impl FnMut(Stage, u64, u64),
+) -> Result<MappedTable> {
+    let shard = shard.unwrap_or((0, 1));
+    let (meta, waypoints) = prepare(engine, scene, scene_name, params, shard, &mut progress)?;
+    let los = los::trace_rows(
+        engine,
+        scene,
+        &waypoints,
+        &params.los,
+        params.range,
+        shard,
+        |d, t| progress(Stage::LineOfSight, d, t),
+    )?;
+    let mut w = TableWriter::create(
+        path.as_ref(),
+        &meta,
+        &waypoints,
+        shard,
+        measure.is_some(),
+        params.edges.is_some(),
+    )?;
+    w.write_los(&los)?;
+    drop(los);
+    if let Some(m) = measure {
+        intervis::measure_rows(
+            &waypoints,
+            params.range,
+            shard,
+            m,
+            |d, t| progress(Stage::Intervis, d, t),
+            |i, j, r| w.push_intervis(i, j, &r),
+        )?;
     }
-    let mut by_k: Vec<Option<&TableFile>> = vec![None; count as usize];
-    for (idx, s) in shards.iter().enumerate() {
-        let (k, m) = s.los.shard();
-        if m != count {
-            return Err(Error::InvalidInput(format!(
-                "shard {idx} is {k}/{m} but shard 0 is one of {count}: merge shards of one run"
-            )));
-        }
-        if s.meta != first.meta || s.waypoints != first.waypoints || s.edges != first.edges {
-            return Err(Error::InvalidInput(format!(
-                "shard {idx} ({k}/{m}) has other parameters, waypoints or nav graph than shard 0 \
-                 (scene, spacing, eye height, range, posture, or a different backend's \
-                 sampling); recompute it"
-            )));
-        }
-        if s.intervis.is_some() != first.intervis.is_some() {
-            return Err(Error::InvalidInput(format!(
-                "shard {idx} ({k}/{m}) and shard 0 disagree on whether intervis was computed"
-            )));
-        }
-        if by_k[k as usize].replace(s).is_some() {
-            return Err(Error::InvalidInput(format!("shard {k}/{m} is given twice")));
-        }
+    if let Some(e) = &params.edges {
+        w.write_edges(e)?;
     }
-    if let Some(k) = by_k.iter().position(Option::is_none) {
-        return Err(Error::InvalidInput(format!(
-            "shard {k}/{count} is missing: merge needs all {count} shards"
-        )));
-    }
-    let parts: Vec<&TableFile> = by_k.into_iter().flatten().collect();
-    let n = first.los.n();
-    let mut los = LosTable::empty(n, (0, 1));
-    let mut bits = std::mem::take(los.bits_mut());
-    for i in 0..n {
-        let src = &parts[(i % count) as usize].los;
-        let ((from, len), (to, _)) = (src.row_bits(i), los.row_bits(i));
-        let mut d = 0;
-        while d < len {
-            let take = (len - d).min(64) as u32;
-            let v = los::read_bits(src.bits(), from + d, take);
-            los::or_bits(&mut bits, to + d, take, v);
-            d += u64::from(take);
-        }
-    }
-    *los.bits_mut() = bits;
-    los.build_sees();
-    let intervis = first.intervis.as_ref().map(|_| {
-        IntervisTable::merge(
-            &parts
-                .iter()
-                .filter_map(|p| p.intervis.as_ref())
-                .collect::<Vec<_>>(),
-        )
-    });
-    Ok(TableFile {
-        meta: first.meta.clone(),
-        waypoints: first.waypoints.clone(),
-        los,
-        intervis,
-        edges: first.edges.clone(),
-    })
+    w.finish_file()?;
+    MappedTable::open(path)
 }
 
-/// Parses `"K/N"` (as `--shard` takes it) into `(K, N)`.
-pub fn parse_shard(text: &str) -> Result<(u32, u32)> {
-    let bad = || {
-        Error::InvalidInput(format!(
-            "bad shard `{text}`: expected K/N with 0 <= K < N, e.g. 0/4"
-        ))
+/// The waypoints (sampled or given) and the header of a run; checks the edges.
+fn prepare(
+    engine: &Engine,
+    scene: &Scene,
+    scene_name: &str,
+    params: &PrecomputeParams,
+    shard: (u32, u32),
+    progress: &mut impl FnMut(Stage, u64, u64),
+) -> Result<(TableMeta, Vec<Vec3>)> {
+    check_shard(shard)?;
+    progress(Stage::Waypoints, 0, 1);
+    let waypoints = match &params.waypoints {
+        Some(w) => w.clone(),
+        None => sample_waypoints(engine, scene, params.spacing, params.max_slope)?,
     };
+    progress(Stage::Waypoints, 1, 1);
+    if let Some(e) = &params.edges {
+        check_edges(e, waypoints.len()).map_err(|e| {
+            Error::InvalidInput(format!(
+                "the nav graph's edges do not fit the waypoints: {e}"
+            ))
+        })?;
+    }
+    let meta = TableMeta {
+        scene: scene_name.to_string(),
+        scene_digest: Some(scene.geometry_digest()),
+        eye_height: params.los.eye_height,
+        range: params.range,
+        spacing: params.waypoints.is_none().then_some(params.spacing),
+        max_slope: params.max_slope,
+        mask: params.los.mask,
+        posture: params.posture,
+    };
+    Ok((meta, waypoints))
+}
+
+/// Parses `"K/N"` (as `--shard` takes it) into `(K, N)`: `0 <= K < N <= MAX_SHARDS`.
+pub fn parse_shard(text: &str) -> Result<(u32, u32)> {
+    let allowed = format!(
+        "K/N with 0 <= K < N <= {} (limits::MAX_SHARDS), e.g. 0/4",
+        crate::limits::MAX_SHARDS
+    );
+    let bad = || Error::param("--shard", text, allowed.clone());
     let (k, n) = text.split_once('/').ok_or_else(bad)?;
-    let shard = (
+    let (k, n): (u64, u64) = (
         k.trim().parse().map_err(|_| bad())?,
         n.trim().parse().map_err(|_| bad())?,
     );
-    check_shard(shard).map_err(|_| bad())?;
-    Ok(shard)
+    if n > u64::from(crate::limits::MAX_SHARDS) || k >= n {
+        return Err(bad());
+    }
+    Ok((k as u32, n as u32))
 }
 
+/// Refuses a shard `(K, N)` outside `0 <= K < N <= MAX_SHARDS`.
 pub(crate) fn check_shard((k, n): (u32, u32)) -> Result<()> {
-    if n == 0 || k >= n {
+    if n == 0 || k >= n || n > crate::limits::MAX_SHARDS {
         return Err(Error::InvalidInput(format!(
-            "shard {k}/{n}: need 0 <= K < N (K/N, e.g. 0/4)"
+            "shard {k}/{n}: need 0 <= K < N <= {} (K/N, e.g. 0/4)",
+            crate::limits::MAX_SHARDS
         )));
     }
     Ok(())
 }
 
+/// The check behind [`TableFile::check_scene`]: the message says what to do.
+pub(crate) fn check_scene_digest(
+    meta: &TableMeta,
+    scene: &Scene,
+) -> std::result::Result<(), String> {
+    let now = scene.geometry_digest();
+    match meta.scene_digest {
+        Some(d) if d == now => Ok(()),
+        Some(d) => Err(format!(
+            "the table was computed on other geometry (scene digest {d:016x}, this scene's is \
+             {now:016x}): the scene changed since; recompute the table with `sightline precompute`"
+        )),
+        None => Err(
+            "the table does not record the scene it was computed on (written by an older \
+             sightline), so it cannot be checked against this scene; recompute it with \
+             `sightline precompute`"
+                .into(),
+        ),
+    }
+}
+
 impl TableFile {
+    /// Refuses a table computed on other geometry than `scene` (moved, added or removed
+    /// triangles, changed materials; see [`Scene::geometry_digest`]), or one that does not
+    /// record its scene, with an error saying to recompute it.
+    pub fn check_scene(&self, scene: &Scene) -> Result<()> {
+        check_scene_digest(&self.meta, scene).map_err(Error::InvalidInput)
+    }
+
     /// A human-readable description (for `sightline inspect`).
     #[must_use]
     pub fn summary(&self) -> String {
@@ -308,6 +350,10 @@ impl TableFile {
             },
             waypoint_digest(&self.waypoints)
         );
+        s += &match m.scene_digest {
+            Some(d) => format!("scene geometry digest: {d:016x}\n"),
+            None => "scene geometry digest: not recorded (older file)\n".into(),
+        };
         s += &format!(
             "eye height: {} m, range: {}, mask bits: {}\n",
             m.eye_height,
@@ -347,7 +393,7 @@ impl TableFile {
                 "intervis: {} records with something exposed ({} targets), {:.3} MB\n",
                 t.len(),
                 m.posture.name(),
-                mb((file::ENTRY_BYTES * t.len()) as u64)
+                mb((packed::ENTRY_BYTES * t.len()) as u64)
             ),
             None => "intervis: not computed\n".into(),
         };

@@ -100,7 +100,8 @@ pub fn run(
                 ..Default::default()
             };
             let out = a.out.join("table.slt");
-            crate::tables_cmd::precompute(engine, scene, name, &graph, &params, None, None, &out)?
+            crate::tables_cmd::precompute(engine, scene, name, &graph, &params, None, None, &out)?;
+            TableFile::read_from(&out)?
         }
     };
     let t0 = std::time::Instant::now();

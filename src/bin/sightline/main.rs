@@ -682,7 +682,7 @@ fn run(cli: Cli) -> AnyResult<()> {
             let e = engine(scene.backend)?;
             let table = args
                 .table()
-                .map(sightline::tables::TableFile::read_from)
+                .map(|t| tables_cmd::load_for_scene(t, &s))
                 .transpose()?;
             let graph = match &table {
                 Some(t) => sightline::nav::NavGraph::from_table(t, &nav.costs())?
@@ -719,7 +719,7 @@ fn run(cli: Cli) -> AnyResult<()> {
             };
             let table = table
                 .as_deref()
-                .map(sightline::tables::TableFile::read_from)
+                .map(|t| tables_cmd::load_for_scene(t, &s))
                 .transpose()?;
             let (graph, sight) = match &table {
                 Some(t) => (
@@ -748,7 +748,7 @@ fn run(cli: Cli) -> AnyResult<()> {
         Command::Inspect { file, view, png } => {
             tables_cmd::inspect(&file)?;
             if let (Some(v), Some(p)) = (view, png) {
-                tables_cmd::view_png(&sightline::tables::TableFile::read_from(&file)?, v, &p)?;
+                tables_cmd::view_png(&sightline::tables::MappedTable::open(&file)?, v, &p)?;
             }
             Ok(())
         }

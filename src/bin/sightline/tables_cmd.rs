@@ -3,13 +3,13 @@
 use crate::picture::Canvas;
 use crate::AnyResult;
 use image::Rgb;
-use sightline::tables::{self, PrecomputeParams, Stage, TableFile};
+use sightline::tables::{self, MappedTable, PrecomputeParams, Stage, TableFile};
 use sightline::{Engine, Scene};
 use std::path::{Path, PathBuf};
 
 /// Line of sight (and intervis when `measure` is given) on the nav graph's nodes, with the
-/// graph's edges stored beside them, with a progress bar and an estimate of time left; writes
-/// `out`.
+/// graph's edges stored beside them, with a progress bar and an estimate of time left; streams
+/// the table to `out` and returns it mapped.
 #[allow(clippy::too_many_arguments)]
 pub fn precompute(
     engine: &Engine,
@@ -20,7 +20,7 @@ pub fn precompute(
     shard: Option<(u32, u32)>,
     measure: Option<&mut tables::MeasureFn<'_>>,
     out: &Path,
-) -> AnyResult<TableFile> {
+) -> AnyResult<MappedTable> {
     let bar = indicatif::ProgressBar::new(1);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
@@ -29,14 +29,19 @@ pub fn precompute(
         .progress_chars("=> "),
     );
     let t = std::time::Instant::now();
-    let table = sightline::nav::precompute(
+    let params = PrecomputeParams {
+        waypoints: Some(graph.nodes().to_vec()),
+        edges: Some(graph.edges().to_vec()),
+        ..params.clone()
+    };
+    let table = tables::precompute_to_file(
         engine,
         scene,
         name,
-        graph,
-        params,
+        &params,
         shard,
         measure,
+        out,
         |stage, done, total| {
             bar.set_message(match stage {
                 Stage::Waypoints => "waypoints",
@@ -51,10 +56,9 @@ pub fn precompute(
         },
     )?;
     bar.finish_and_clear();
-    table.write_to(out)?;
     eprintln!(
         "{} waypoints in {:.2} s -> {}",
-        table.waypoints.len(),
+        table.n(),
         t.elapsed().as_secs_f64(),
         out.display()
     );
@@ -72,21 +76,26 @@ pub fn inspect(path: &Path) -> AnyResult<()> {
     Ok(())
 }
 
+/// Streams the shards into `out` (see [`tables::merge_files`] for the memory it needs).
 pub fn merge(inputs: &[PathBuf], out: &Path) -> AnyResult<()> {
-    let shards = inputs
-        .iter()
-        .map(TableFile::read_from)
-        .collect::<Result<Vec<_>, _>>()?;
-    let merged = tables::merge(&shards)?;
-    merged.write_to(out)?;
-    println!("merged {} shards -> {}", shards.len(), out.display());
+    tables::merge_files(inputs, out)?;
+    println!("merged {} shards -> {}", inputs.len(), out.display());
     Ok(())
+}
+
+/// Reads a table for use with `scene`, refusing one computed on other geometry.
+pub fn load_for_scene(path: &Path, scene: &Scene) -> sightline::Result<TableFile> {
+    let table = TableFile::read_from(path)?;
+    table
+        .check_scene(scene)
+        .map_err(|e| sightline::Error::load(path.display(), e.to_string()))?;
+    Ok(table)
 }
 
 /// One waypoint's view, top-down (Darken, McCue and Guerrero, figure 2): waypoints it sees in yellow (shaded by
 /// the target's contrast when intervis is present), the rest dark, the waypoint itself red.
-pub fn view_png(table: &TableFile, from: usize, path: &Path) -> AnyResult<()> {
-    let n = table.waypoints.len();
+pub fn view_png(table: &MappedTable, from: usize, path: &Path) -> AnyResult<()> {
+    let n = table.n() as usize;
     if from >= n {
         return Err(format!(
             "--view {from}: the table has {n} waypoints (0..{})",
@@ -94,30 +103,24 @@ pub fn view_png(table: &TableFile, from: usize, path: &Path) -> AnyResult<()> {
         )
         .into());
     }
-    let (mut lo, mut hi) = (table.waypoints[0], table.waypoints[0]);
-    for &w in &table.waypoints {
+    let waypoints: Vec<_> = (0..table.n()).map(|i| table.waypoint(i)).collect();
+    let (mut lo, mut hi) = (waypoints[0], waypoints[0]);
+    for &w in &waypoints {
         lo = lo.min(w);
         hi = hi.max(w);
     }
     let size = (hi - lo).x.max((hi - lo).z) + 4.0;
     let centre = (lo + hi) * 0.5;
     let mut canvas = Canvas::new(centre, size, (800.0 / size).max(2.0));
-    let max_c = table.intervis.as_ref().map_or(1.0, |t| {
-        t.entries()
-            .iter()
-            .map(|e| e.2.contrast)
-            .fold(1e-6, f32::max)
-    });
-    for (j, &w) in table.waypoints.iter().enumerate() {
+    let max_c = (0..table.intervis_len())
+        .map(|e| table.intervis_entry(e).2.contrast)
+        .fold(1e-6, f32::max);
+    for (j, &w) in waypoints.iter().enumerate() {
         let colour = if j == from {
             continue;
-        } else if !table.los.visible(from as u32, j as u32) {
+        } else if !table.visible(from as u32, j as u32) {
             Rgb([70, 70, 90])
-        } else if let Some(rec) = table
-            .intervis
-            .as_ref()
-            .and_then(|t| t.get(from as u32, j as u32))
-        {
+        } else if let Some(rec) = table.intervis(from as u32, j as u32) {
             let k = 0.35 + 0.65 * (rec.contrast / max_c).clamp(0.0, 1.0);
             Rgb([(250.0 * k) as u8, (220.0 * k) as u8, (60.0 * k) as u8])
         } else {
@@ -125,7 +128,7 @@ pub fn view_png(table: &TableFile, from: usize, path: &Path) -> AnyResult<()> {
         };
         canvas.disc(w, 2.5, colour);
     }
-    canvas.disc(table.waypoints[from], 6.0, Rgb([230, 30, 30]));
+    canvas.disc(waypoints[from], 6.0, Rgb([230, 30, 30]));
     canvas.save(path)?;
     Ok(())
 }
