@@ -94,9 +94,10 @@ pub fn viewshed(
     observer: Vec3,
     params: &ViewshedParams,
 ) -> Result<Viewshed> {
-    if !observer.is_finite() {
+    if !crate::trace::in_range(observer) {
         return Err(Error::InvalidInput(format!(
-            "observer {observer} is not finite; pass X,Y,Z in metres"
+            "observer {observer} is not finite or beyond {:e} m; pass X,Y,Z in metres",
+            crate::limits::MAX_COORDINATE
         )));
     }
     if !(params.cell.is_finite() && params.cell > 0.0) {

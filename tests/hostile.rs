@@ -277,3 +277,23 @@ fn no_loader_noise_without_a_desktop_session() {
         "{err}"
     );
 }
+
+#[test]
+fn a_table_of_one_waypoint_is_refused() {
+    let one = tmp("one.csv");
+    std::fs::write(&one, "1,2,3\n").unwrap();
+    let args = strings(&[
+        "precompute",
+        "--scene",
+        "village",
+        "--backend",
+        "cpu",
+        "--waypoints",
+        one.to_str().unwrap(),
+        "--out",
+        tmp("one.slt").to_str().unwrap(),
+    ]);
+    let r = run(&args);
+    assert_eq!(judge(&args, &r, true), None);
+    assert!(r.text.contains("at least 2"), "{}", r.text);
+}

@@ -243,6 +243,13 @@ fn prepare(
         None => sample_waypoints(engine, scene, params.spacing, params.max_slope)?,
     };
     progress(Stage::Waypoints, 1, 1);
+    if waypoints.len() < 2 {
+        return Err(Error::InvalidInput(format!(
+            "{} waypoint(s): a table relates pairs, so it needs at least 2; give more waypoints \
+             or, when sampling, a smaller spacing",
+            waypoints.len()
+        )));
+    }
     if let Some(e) = &params.edges {
         check_edges(e, waypoints.len()).map_err(|e| {
             Error::InvalidInput(format!(
