@@ -1,15 +1,15 @@
 //! The depth-map cover field (Morgan, IV.E): the GPU depth views against exact ray casting on
 //! the built-in scenes and outside a ray-cast edge band for threats from 1 m to 100 km, the
 //! choice of view per observer, exact classes behind a rock, a half-height wall and a foliage
-//! wall, cover versus concealment, and bad input.
+//! wall, cover versus concealment, bad input, and the pass encoded into a caller's encoder.
 
 #[path = "common/gpu.rs"]
 mod gpu;
 
 use glam::{Vec2, Vec3};
 use sightline::cover::field::{
-    cover_field, cover_field_ray_cast, CellCover, CoverField, CoverFieldParams, DepthView,
-    FieldBounds,
+    cover_field, cover_field_ray_cast, field_ground, CellCover, CoverField, CoverFieldParams,
+    CoverFieldPass, DepthView, FieldBounds,
 };
 use sightline::cover::{template_points, Agent, Posture};
 use sightline::scene::procedural;
@@ -810,4 +810,178 @@ fn bad_input_is_an_error() {
             "NaN radius",
         );
     }
+}
+
+/// Bitwise equality of two fields' grids, ground heights (NaN included) and classes.
+fn assert_same_field(got: &CoverField, want: &CoverField, what: &str) {
+    assert_eq!(
+        (got.center, got.origin, got.cell, got.width, got.height),
+        (want.center, want.origin, want.cell, want.width, want.height),
+        "{what}: grid"
+    );
+    let bits = |f: &CoverField| f.ground.iter().map(|g| g.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(got), bits(want), "{what}: ground heights");
+    assert_eq!(got.cells, want.cells, "{what}: classes");
+}
+
+fn not_run(r: sightline::Result<CoverField>, what: &str) {
+    match r {
+        Err(Error::InvalidInput(m)) => println!("{what}: {m}"),
+        other => panic!(
+            "{what}: expected InvalidInput, got {:?}",
+            other.map(|f| f.cells.len())
+        ),
+    }
+}
+
+#[test]
+fn pass_encoded_into_a_callers_encoder_matches_the_convenience_call() {
+    let Some(engine) = gpu::gpu_engine() else {
+        return;
+    };
+    let tracer = engine.gpu().unwrap();
+    let scene = procedural::village(1, 1);
+    let center = Vec3::new(8.0, 0.0, -22.0);
+    let p = params();
+    // One ground, two sets of observers: near ones (cubes) and a distant one (a single view).
+    let ground = field_ground(&engine, &scene, center, &p).unwrap();
+    let sets = [
+        vec![
+            eye(&scene, 22.0, -5.0),
+            eye(&scene, -6.0, -12.0),
+            eye(&scene, 40.0, -40.0),
+        ],
+        vec![eye(&scene, -8.0, 32.0), Vec3::new(300.0, 60.0, -300.0)],
+    ];
+    // The caller's own work in the same command buffer: a trace pass.
+    let mut rng = sightline::trace::SplitMix64(7);
+    let (lo, hi) = scene.bounds().unwrap();
+    let segments: Vec<Segment> = (0..20_000)
+        .map(|_| Segment::new(rng.in_box(lo, hi), rng.in_box(lo, hi)))
+        .collect();
+    let trace = tracer
+        .prepare_occluded(&scene, &segments, Mask::SIGHT)
+        .unwrap();
+    let passes: Vec<CoverFieldPass> = sets
+        .iter()
+        .map(|o| {
+            CoverFieldPass::prepare(tracer, &scene, &ground, &soldier(), o, Mask::SIGHT, &p)
+                .unwrap()
+        })
+        .collect();
+    not_run(passes[0].read(tracer), "read before encode");
+    let mut encoder = tracer.device().create_command_encoder(&Default::default());
+    passes[0].encode(tracer, &mut encoder);
+    trace.encode(tracer, &mut encoder);
+    passes[1].encode(tracer, &mut encoder);
+    not_run(passes[1].read(tracer), "read before submit");
+    tracer.queue().submit([encoder.finish()]);
+    for (pass, observers) in passes.iter().zip(&sets) {
+        let want = cover_field(
+            &engine,
+            &scene,
+            center,
+            &soldier(),
+            observers,
+            Mask::SIGHT,
+            &p,
+        )
+        .unwrap();
+        let got = pass.read(tracer).unwrap();
+        assert_same_field(&got, &want, &format!("{} observers", observers.len()));
+        let hidden =
+            got.cells.len() - got.count(CellCover::NotGround) - got.count(CellCover::Exposed);
+        println!(
+            "{} observers: {hidden} hidden and {} exposed cells, the same bits as cover_field",
+            observers.len(),
+            got.count(CellCover::Exposed)
+        );
+        assert!(got.count(CellCover::Exposed) > 100, "too few exposed cells");
+        if observers.len() == 3 {
+            assert!(
+                hidden >= 100,
+                "too few hidden cells for a strong comparison"
+            );
+        }
+        // Reading again gives the same field.
+        assert_same_field(&pass.read(tracer).unwrap(), &want, "second read");
+    }
+    assert_eq!(
+        trace.read_occlusion(tracer).unwrap(),
+        engine.occluded(&scene, &segments, Mask::SIGHT).unwrap(),
+        "the caller's trace pass in the same command buffer"
+    );
+}
+
+#[test]
+fn pass_without_gpu_work_still_answers_and_checks_its_order() {
+    let Some(engine) = gpu::gpu_engine() else {
+        return;
+    };
+    let tracer = engine.gpu().unwrap();
+    let scene = ground_and_wall(1.0, MaterialFlags::SOLID);
+    let p = params();
+    let ground = field_ground(&engine, &scene, Vec3::ZERO, &p).unwrap();
+    let observer = [Vec3::new(-10.0, EYE, 0.0)];
+    let nothing_blocks = Mask(MaterialFlags::NONE);
+    let cases: [(&[Vec3], Mask, &str); 2] = [
+        (&[], Mask::SIGHT, "no observers"),
+        (&observer, nothing_blocks, "no triangle in the mask"),
+    ];
+    for (observers, mask, what) in cases {
+        let pass =
+            CoverFieldPass::prepare(tracer, &scene, &ground, &soldier(), observers, mask, &p)
+                .unwrap();
+        not_run(pass.read(tracer), what);
+        let mut encoder = tracer.device().create_command_encoder(&Default::default());
+        pass.encode(tracer, &mut encoder);
+        tracer.queue().submit([encoder.finish()]);
+        let got = pass.read(tracer).unwrap();
+        let want =
+            cover_field(&engine, &scene, Vec3::ZERO, &soldier(), observers, mask, &p).unwrap();
+        assert_same_field(&got, &want, what);
+        let class = if observers.is_empty() {
+            CellCover::Hidden(Posture::Standing)
+        } else {
+            CellCover::Exposed
+        };
+        assert_eq!(
+            got.count(class),
+            got.cells.len() - got.count(CellCover::NotGround),
+            "{what}"
+        );
+    }
+    // A ground with no cells on the ground (a grid far off the scene).
+    let off = field_ground(&engine, &scene, Vec3::new(500.0, 0.0, 500.0), &p).unwrap();
+    assert!(off.points().is_empty());
+    let pass =
+        CoverFieldPass::prepare(tracer, &scene, &off, &soldier(), &observer, Mask::SIGHT, &p)
+            .unwrap();
+    let mut encoder = tracer.device().create_command_encoder(&Default::default());
+    pass.encode(tracer, &mut encoder);
+    tracer.queue().submit([encoder.finish()]);
+    let f = pass.read(tracer).unwrap();
+    assert_eq!(f.count(CellCover::NotGround), f.cells.len());
+    // Params whose grid differs from the ground's are an error, as is bad input.
+    let other = CoverFieldParams { cell: 0.5, ..p };
+    let prepare = |observers: &[Vec3], p: &CoverFieldParams| {
+        CoverFieldPass::prepare(
+            tracer,
+            &scene,
+            &ground,
+            &soldier(),
+            observers,
+            Mask::SIGHT,
+            p,
+        )
+        .map(|_| ())
+    };
+    assert!(matches!(
+        prepare(&observer, &other),
+        Err(Error::InvalidInput(_))
+    ));
+    assert!(matches!(
+        prepare(&[Vec3::new(f32::NAN, 0.0, 0.0)], &p),
+        Err(Error::InvalidInput(_))
+    ));
 }

@@ -1,7 +1,7 @@
 //! Intervis (Darken, McCue and Guerrero): the GPU stencil passes against the CPU ray-casting twin on seeded
 //! random pairs in `urban`, exact properties on both paths (fully visible, hidden, a wall over
 //! the lower half, known albedos), scaling with resolution and field of view, the humanoid
-//! target, and bad input.
+//! target, bad input, and the pass encoded into a caller's encoder.
 
 #[path = "common/gpu.rs"]
 mod gpu;
@@ -11,7 +11,7 @@ use sightline::cover::Posture;
 use sightline::intervis::measure::{
     humanoid, measure, measure_ray_cast, IntervisPair, IntervisParams,
 };
-use sightline::intervis::IntervisRecord;
+use sightline::intervis::{IntervisPass, IntervisRecord};
 use sightline::scene::procedural;
 use sightline::trace::{Ray, SplitMix64};
 use sightline::{Engine, Error, Mask, Material, MaterialFlags, Mesh, Scene};
@@ -512,4 +512,80 @@ fn record_matches_its_wgsl_twin() {
     ] {
         assert_eq!(offset(field) as usize, want, "IntervisRecord.{field}");
     }
+}
+
+fn record_bytes(r: &[IntervisRecord]) -> &[u8] {
+    bytemuck::cast_slice(r)
+}
+
+fn not_run(r: sightline::Result<Vec<IntervisRecord>>, what: &str) {
+    match r {
+        Err(Error::InvalidInput(m)) => println!("{what}: {m}"),
+        other => panic!(
+            "{what}: expected InvalidInput, got {:?}",
+            other.map(|r| r.len())
+        ),
+    }
+}
+
+#[test]
+fn pass_encoded_into_a_callers_encoder_matches_the_convenience_call() {
+    let Some(engine) = gpu::gpu_engine() else {
+        return;
+    };
+    let tracer = engine.gpu().unwrap();
+    let scene = procedural::urban(1, 1);
+    // Small views keep 4500 targets cheap; over 4096 targets is two groups of job and record
+    // buffers, both in the caller's one command buffer.
+    let params = IntervisParams {
+        resolution: 128,
+        ..IntervisParams::default()
+    };
+    let pairs = urban_pairs(&scene, 50, 90);
+    let pass = IntervisPass::prepare(tracer, &scene, &pairs, &params).unwrap();
+    assert_eq!(pass.len(), pairs.len());
+    not_run(pass.read(tracer), "read before encode");
+    // The caller's own work in the same command buffer: clearing one of its buffers.
+    let device = tracer.device();
+    let own = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("the caller's"),
+        size: 1 << 20,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&Default::default());
+    encoder.clear_buffer(&own, 0, None);
+    pass.encode(tracer, &mut encoder);
+    not_run(pass.read(tracer), "read before submit");
+    tracer.queue().submit([encoder.finish()]);
+    let got = pass.read(tracer).unwrap();
+    let want = measure(&engine, &scene, &pairs, &params).unwrap();
+    assert_eq!(got.len(), pairs.len());
+    assert_eq!(record_bytes(&got), record_bytes(&want), "pass vs measure");
+    // The same pairs in two calls of one group each (split between observers, so the views
+    // are the same): the same records.
+    let half = 25 * 90;
+    let mut split = measure(&engine, &scene, &pairs[..half], &params).unwrap();
+    split.extend(measure(&engine, &scene, &pairs[half..], &params).unwrap());
+    assert_eq!(record_bytes(&got), record_bytes(&split), "one call vs two");
+    let visible = got.iter().filter(|r| r.exposed > 0).count();
+    println!(
+        "{} pairs in one command buffer, {visible} with the target in sight: the same records \
+         as measure in one call and in two",
+        pairs.len()
+    );
+    assert!(visible > 500, "only {visible} visible pairs");
+    // No pairs: nothing to draw, still encode before read.
+    let empty = IntervisPass::prepare(tracer, &scene, &[], &params).unwrap();
+    not_run(empty.read(tracer), "empty, read before encode");
+    let mut encoder = device.create_command_encoder(&Default::default());
+    empty.encode(tracer, &mut encoder);
+    tracer.queue().submit([encoder.finish()]);
+    assert!(empty.read(tracer).unwrap().is_empty());
+    // Bad input is an error at prepare.
+    let bad = [pair(Vec3::NAN, Vec3::ZERO, Posture::Standing)];
+    assert!(matches!(
+        IntervisPass::prepare(tracer, &scene, &bad, &params),
+        Err(Error::InvalidInput(_))
+    ));
 }

@@ -32,14 +32,16 @@
 //! that ray casting counts).
 
 mod gpu;
+mod ground;
 mod pipelines;
 mod view;
 
-pub use gpu::FieldParams;
+pub use gpu::{CoverFieldPass, FieldParams};
+pub use ground::{field_ground, FieldGround};
 pub use view::{DepthView, Face, FieldBounds};
 
 use crate::cover::{template_points, Agent, Posture};
-use crate::ground::{cell_centre, ground_grid};
+use crate::ground::cell_centre;
 use crate::scene::{Mask, Scene};
 use crate::trace::Segment;
 use crate::{Engine, Error, Result};
@@ -188,7 +190,9 @@ impl CoverField {
 ///
 /// On the GPU when the engine has one (depth views plus a classify pass), else the CPU twin
 /// [`cover_field_ray_cast`]. With no observers nothing can see the agent: every ground cell is
-/// `Hidden(Standing)`.
+/// `Hidden(Standing)`. The GPU path is [`field_ground`], then a [`CoverFieldPass`] prepared,
+/// encoded, submitted and read; a renderer can run those steps itself to encode the field into
+/// its own command encoder.
 pub fn cover_field(
     engine: &Engine,
     scene: &Scene,
@@ -198,12 +202,17 @@ pub fn cover_field(
     mask: Mask,
     params: &CoverFieldParams,
 ) -> Result<CoverField> {
-    match engine.gpu() {
-        Some(tracer) => classify(engine, scene, center, agent, observers, params, |cells| {
-            gpu::classify(tracer, scene, cells, agent, observers, mask, params)
-        }),
-        None => cover_field_ray_cast(engine, scene, center, agent, observers, mask, params),
-    }
+    let Some(tracer) = engine.gpu() else {
+        return cover_field_ray_cast(engine, scene, center, agent, observers, mask, params);
+    };
+    let start = Instant::now();
+    validate(agent, observers, params)?;
+    let ground = field_ground(engine, scene, center, params)?;
+    let pass = CoverFieldPass::prepare(tracer, scene, &ground, agent, observers, mask, params)?;
+    pass.run(tracer)?;
+    let mut field = pass.read(tracer)?;
+    field.elapsed = start.elapsed();
+    Ok(field)
 }
 
 /// The CPU twin of [`cover_field`]: exact ray casting ([`Engine::occluded`] on the segment from
@@ -217,79 +226,22 @@ pub fn cover_field_ray_cast(
     mask: Mask,
     params: &CoverFieldParams,
 ) -> Result<CoverField> {
-    classify(engine, scene, center, agent, observers, params, |cells| {
-        ray_cast_bits(engine, scene, cells, agent, observers, mask)
-    })
-}
-
-/// Validates, lays out the grid, finds the ground, and classifies the ground cells with
-/// `bits` (posture bits per ground point, in order).
-fn classify(
-    engine: &Engine,
-    scene: &Scene,
-    center: Vec3,
-    agent: &Agent,
-    observers: &[Vec3],
-    params: &CoverFieldParams,
-    bits: impl FnOnce(&[Vec3]) -> Result<Vec<u32>>,
-) -> Result<CoverField> {
     let start = Instant::now();
-    let side = validate(center, agent, observers, params)?;
-    let extent = side as f32 * params.cell;
-    let origin = Vec2::new(center.x, center.z) - extent / 2.0;
-    let ground = ground_grid(
-        engine,
-        scene,
-        origin,
-        params.cell,
-        side,
-        side,
-        params.max_slope,
-    )?;
-    log::debug!("cover field ground search: {:?}", start.elapsed());
-    let (owners, points): (Vec<usize>, Vec<Vec3>) = ground
-        .iter()
-        .enumerate()
-        .filter(|(_, y)| !y.is_nan())
-        .map(|(i, &y)| {
-            let c = cell_centre(origin, params.cell, side, i);
-            (i, Vec3::new(c.x, y, c.y))
-        })
-        .unzip();
+    validate(agent, observers, params)?;
+    let ground = field_ground(engine, scene, center, params)?;
+    let points = ground.points();
     let hidden = if observers.is_empty() || points.is_empty() {
         vec![ALL_HIDDEN; points.len()]
     } else {
-        bits(&points)?
+        ray_cast_bits(engine, scene, points, agent, observers, mask)?
     };
-    let mut cells = vec![CellCover::NotGround; ground.len()];
-    for (&i, &b) in owners.iter().zip(&hidden) {
-        cells[i] = CellCover::from_bits(b);
-    }
-    Ok(CoverField {
-        center,
-        origin,
-        cell: params.cell,
-        width: side,
-        height: side,
-        ground,
-        cells,
-        elapsed: start.elapsed(),
-    })
+    Ok(ground.field(&hidden, start.elapsed()))
 }
 
-/// Checks the inputs and returns the grid's side in cells.
-fn validate(
-    center: Vec3,
-    agent: &Agent,
-    observers: &[Vec3],
-    params: &CoverFieldParams,
-) -> Result<usize> {
+/// Checks the observers, the agent and the classification settings (the grid's are checked
+/// by [`field_ground`]).
+fn validate(agent: &Agent, observers: &[Vec3], params: &CoverFieldParams) -> Result<()> {
     let bad = |m: String| Err(Error::InvalidInput(m));
-    if !center.is_finite() {
-        return bad(format!(
-            "cover field centre {center} is not finite; pass X,Y,Z in metres"
-        ));
-    }
     if let Some((i, o)) = observers.iter().enumerate().find(|(_, o)| !o.is_finite()) {
         return bad(format!(
             "observer {i} at {o} is not finite; pass each eye as X,Y,Z in metres"
@@ -302,18 +254,6 @@ fn validate(
             agent.radius, agent.head_heights
         ));
     }
-    if !(params.cell.is_finite() && params.cell > 0.0) {
-        return bad(format!(
-            "cell size {} must be a positive number of metres (default 0.25)",
-            params.cell
-        ));
-    }
-    if !(params.size.is_finite() && params.size > 0.0) {
-        return bad(format!(
-            "grid size {} must be a positive number of metres (default 40)",
-            params.size
-        ));
-    }
     if params.face_resolution == 0 {
         return bad("face_resolution must be at least 1 texel (default 1024)".into());
     }
@@ -323,19 +263,7 @@ fn validate(
             params.bias
         ));
     }
-    if params.max_slope.is_nan() {
-        return bad("max_slope is NaN; pass radians (default pi/4)".into());
-    }
-    // A hair under the quotient so 40 m / 0.25 m is 160 cells, not 161 after rounding.
-    let side = (f64::from(params.size) / f64::from(params.cell) - 1e-6).ceil();
-    if side * side > MAX_CELLS as f64 {
-        return bad(format!(
-            "a {} m grid of {} m cells has {side} x {side} cells, over the limit of {MAX_CELLS}; \
-             use larger cells or a smaller size",
-            params.size, params.cell
-        ));
-    }
-    Ok((side as usize).max(1))
+    Ok(())
 }
 
 /// Segments per occlusion batch of the ray-cast twin (bounds its memory on huge grids).

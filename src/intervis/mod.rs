@@ -8,6 +8,8 @@
 pub mod detection;
 pub mod measure;
 
+pub use measure::IntervisPass;
+
 use bytemuck::{Pod, Zeroable};
 
 /// The intervis record of one ordered (observer, target) pair in one target posture.

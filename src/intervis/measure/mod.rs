@@ -51,12 +51,15 @@
 //!   through its own small BVH with the watertight test of `trace::cpu`.
 
 mod cpu;
+mod encode;
 mod gpu;
 mod humanoid;
+mod pass;
 mod pipelines;
 
 pub use gpu::{Batch, Job, Light, ViewBlock};
 pub use humanoid::humanoid;
+pub use pass::IntervisPass;
 
 use super::IntervisRecord;
 use crate::agent::Posture;
@@ -143,7 +146,9 @@ pub const MAX_PAIRS: usize = 1 << 24;
 
 /// Intervis records of `pairs`, in order: on the GPU when the engine has one (render and
 /// stencil passes reduced by a compute pass, see the module docs), else the CPU twin
-/// [`measure_ray_cast`]. The scene geometry is uploaded once per call.
+/// [`measure_ray_cast`]. The scene geometry is uploaded once per call. The GPU path is an
+/// [`IntervisPass`] prepared, encoded, submitted and read; a renderer can run those steps
+/// itself to encode the measurement into its own command encoder.
 pub fn measure(
     engine: &Engine,
     scene: &Scene,
@@ -152,9 +157,9 @@ pub fn measure(
 ) -> Result<Vec<IntervisRecord>> {
     match engine.gpu() {
         Some(tracer) => {
-            validate(pairs, params)?;
-            let plan = Plan::new(pairs, params);
-            gpu::measure(tracer, scene, &plan, params)
+            let pass = IntervisPass::prepare(tracer, scene, pairs, params)?;
+            pass.run(tracer)?;
+            pass.read(tracer)
         }
         None => measure_ray_cast(engine, scene, pairs, params),
     }
