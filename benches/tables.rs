@@ -36,7 +36,7 @@ fn benches(c: &mut Criterion) {
     let waypoints =
         sample_waypoints(&cpu, &scene, 2.0, PrecomputeParams::default().max_slope).unwrap();
     let n = waypoints.len();
-    let los_params = LosParams::standing();
+    let los_params = LosParams::standard();
 
     // File sizes beside Darken, McCue and Guerrero's Table 3, from one full line-of-sight run and an intervis
     // sample extrapolated to all ordered pairs (labelled as an estimate).

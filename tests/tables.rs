@@ -395,7 +395,7 @@ fn urban_at_two_metres_numbers() {
     let sample = t.elapsed();
     let t = Instant::now();
     let los =
-        tables::compute_los(&engine, &scene, &w, &LosParams::standing(), None, |_, _| {}).unwrap();
+        tables::compute_los(&engine, &scene, &w, &LosParams::standard(), None, |_, _| {}).unwrap();
     let el = t.elapsed();
     let pairs = los.bit_count();
     println!(

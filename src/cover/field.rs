@@ -36,8 +36,12 @@ mod ground;
 mod pipelines;
 mod view;
 
-pub use gpu::{CoverFieldPass, FieldParams};
+pub use gpu::CoverFieldPass;
+/// WGSL layout mirrors and view geometry, for the layout tests; not part of the API.
+#[doc(hidden)]
+pub use gpu::FieldParams;
 pub use ground::{field_ground, FieldGround};
+#[doc(hidden)]
 pub use view::{DepthView, Face, FieldBounds};
 
 use crate::cover::{template_points, Agent, Posture};
@@ -73,7 +77,7 @@ pub struct CoverFieldParams {
 impl CoverFieldParams {
     /// The defaults (see each field).
     #[must_use]
-    pub const fn default_params() -> CoverFieldParams {
+    pub const fn standard() -> CoverFieldParams {
         CoverFieldParams {
             cell: 0.25,
             size: 40.0,
@@ -86,7 +90,7 @@ impl CoverFieldParams {
 
 impl Default for CoverFieldParams {
     fn default() -> Self {
-        Self::default_params()
+        Self::standard()
     }
 }
 

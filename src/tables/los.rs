@@ -23,7 +23,7 @@ pub struct LosParams {
 impl LosParams {
     /// Standing eyes (1.7 m), sight mask, 4M segments (about 160 MB) per call.
     #[must_use]
-    pub const fn standing() -> LosParams {
+    pub const fn standard() -> LosParams {
         LosParams {
             eye_height: 1.7,
             mask: Mask::SIGHT,
@@ -34,7 +34,7 @@ impl LosParams {
 
 impl Default for LosParams {
     fn default() -> Self {
-        Self::standing()
+        Self::standard()
     }
 }
 

@@ -114,7 +114,7 @@ impl Default for PrecomputeParams {
             spacing: 2.0,
             max_slope: std::f32::consts::FRAC_PI_4,
             waypoints: None,
-            los: LosParams::standing(),
+            los: LosParams::standard(),
             range: None,
             posture: Posture::Standing,
             edges: None,

@@ -57,6 +57,8 @@ mod humanoid;
 mod pass;
 mod pipelines;
 
+/// WGSL layout mirrors, for the layout tests; not part of the API.
+#[doc(hidden)]
 pub use gpu::{Batch, Job, Light, ViewBlock};
 pub use humanoid::humanoid;
 pub use pass::IntervisPass;
