@@ -20,7 +20,9 @@ use glam::Vec3;
 use sightline::cover::Posture;
 use sightline::intervis::measure::{measure, measure_ray_cast, IntervisPair, IntervisParams};
 use sightline::scene::procedural;
-use sightline::tables::{compute_los, sample_waypoints, LosParams, PrecomputeParams};
+use sightline::tables::{
+    compute_los, sample_waypoints, LosParams, MappedTable, PrecomputeParams, TableFile,
+};
 use sightline::trace::SplitMix64;
 use sightline::Engine;
 use std::hint::black_box;
@@ -75,13 +77,13 @@ fn benches(c: &mut Criterion) {
     eprintln!(
         "urban at 2 m: {n} waypoints (Darken, McCue and Guerrero: 3,784); {} unordered pairs, {} visible; LOS bits {:.3} MB (seed: 0.89 MB); \
          whole LOS file with sees lists {:.2} MB; intervis: {:.1}% of sampled ordered pairs expose something -> \
-         estimated {:.1} MB for all {} ordered pairs at 56 bytes per record (seed: 28.1 MB)",
+         estimated {:.1} MB for all {} ordered pairs at 28 bytes per packed entry (seed: 28.1 MB)",
         los.bit_count(),
         los.visible_pairs(),
         los.bits().len() as f64 * 8.0 / 1e6,
         file_bytes as f64 / 1e6,
         exposed * 100.0,
-        ordered * exposed * 56.0 / 1e6,
+        ordered * exposed * 28.0 / 1e6,
         ordered as u64
     );
 
@@ -105,6 +107,28 @@ fn benches(c: &mut Criterion) {
         });
     }
     g.finish();
+
+    // Reading the table back: the strict reader (every section checked: sees lists against the
+    // bits, finite fields, reserved bytes) and the memory map (checksum and structure, rows on
+    // demand), beside the floor of reading the file's bytes.
+    let path = std::env::temp_dir().join(format!("sightline-bench-{}.slt", std::process::id()));
+    table.write_to(&path).unwrap();
+    let mut g = c.benchmark_group("tables/read_urban_2m");
+    g.sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
+    g.throughput(Throughput::Bytes(file_bytes as u64));
+    g.bench_function("fs_read_peer", |b| {
+        b.iter(|| black_box(std::fs::read(&path).unwrap()))
+    });
+    g.bench_function("strict_read", |b| {
+        b.iter(|| black_box(TableFile::read_from(&path).unwrap()))
+    });
+    g.bench_function("mapped_open", |b| {
+        b.iter(|| black_box(MappedTable::open(&path).unwrap()))
+    });
+    g.finish();
+    std::fs::remove_file(&path).ok();
 
     let mut g = c.benchmark_group("tables/intervis_urban");
     g.sample_size(10)
