@@ -380,10 +380,7 @@ fn waypoint_files_parse_and_bad_lines_are_named() {
     let path = tmp("waypoints.csv");
     std::fs::write(&path, "x,y,z\n0,0,0\n1,1\n").unwrap();
     let msg = tables::read_waypoints(&path).unwrap_err().to_string();
-    assert!(
-        msg.contains("waypoints.csv") && msg.contains("line 3"),
-        "{msg}"
-    );
+    assert!(msg.contains("waypoints.csv:3: "), "{msg}");
 }
 
 /// Darken, McCue and Guerrero's numbers: 3,784 waypoints at 2 m over the 100 m x 122 m block, LOS bits 0.89 MB.

@@ -496,9 +496,29 @@ fn bad_queries_are_errors_and_empty_scenes_block_nothing() {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("query 1") && err.contains("non-finite"),
+            err.contains("query 1") && err.contains("NaN or infinite"),
             "{err}"
         );
+        // Coordinates beyond the limit are refused (their squared distances would overflow),
+        // not traced to an infinite distance.
+        let far = [Segment::new(
+            Vec3::new(-1e19, 1.0, 0.0),
+            Vec3::new(1e19, 1.0, 0.0),
+        )];
+        let err = engine.occluded(&scene, &far, Mask::SIGHT).unwrap_err();
+        assert!(
+            matches!(err, sightline::Error::NonFiniteQuery { index: 0, .. }),
+            "{err}"
+        );
+        // A zero-length segment crosses nothing, even inside the rock.
+        let inside = scene
+            .bounds()
+            .unwrap()
+            .0
+            .lerp(scene.bounds().unwrap().1, 0.5);
+        let zero = [Segment::new(inside, inside), good];
+        let bits = engine.occluded(&scene, &zero, Mask::SIGHT).unwrap();
+        assert!(!bits.get(0) && bits.get(1));
         let rays = [Ray::new(Vec3::ZERO, Vec3::ZERO, 1.0)];
         assert!(engine.closest_hit(&scene, &rays, Mask::SIGHT).is_err());
         let rays = [

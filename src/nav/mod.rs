@@ -91,13 +91,15 @@ impl NavParams {
     /// Checks every size and distance before anything is allocated.
     pub fn validate(&self) -> Result<()> {
         self.sample.agent.validate_for("nav graph")?;
-        let positive = |v: f32, what: &str, fix: &str| {
+        let positive = |v: f32, what: &'static str, fix: &str| {
             if v.is_finite() && v > 0.0 {
                 Ok(())
             } else {
-                Err(Error::InvalidInput(format!(
-                    "nav graph {what} {v} must be a positive number of metres ({fix})"
-                )))
+                Err(Error::param(
+                    what,
+                    v,
+                    format!("the nav graph needs a positive number of metres ({fix})"),
+                ))
             }
         };
         let slope = self.sample.max_slope;
