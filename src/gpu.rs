@@ -442,6 +442,32 @@ impl GpuTracer {
     }
 }
 
+/// Encodes work into a new encoder, submits it and reports validation errors and GPU memory
+/// exhaustion as errors (`what` names the work, `oom_fix` says what to lower).
+pub(crate) fn submit_checked(
+    tracer: &GpuTracer,
+    what: &str,
+    oom_fix: &str,
+    encode: impl FnOnce(&mut wgpu::CommandEncoder),
+) -> Result<()> {
+    let device = tracer.device();
+    let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let mut encoder = device.create_command_encoder(&Default::default());
+    encode(&mut encoder);
+    tracer.queue().submit([encoder.finish()]);
+    if let Some(e) = pollster::block_on(validation.pop()) {
+        tracer.check_lost()?;
+        return Err(Error::Gpu(format!("{what} failed: {e}")));
+    }
+    if let Some(e) = pollster::block_on(oom.pop()) {
+        return Err(Error::Gpu(format!(
+            "out of GPU memory for {what}: {e}; {oom_fix}"
+        )));
+    }
+    Ok(())
+}
+
 /// A buffer holding `contents`, at least 4 bytes. (Not `create_buffer_init`: it panics on a
 /// lost device.) Shared by every GPU module.
 pub(crate) fn buffer_with(

@@ -209,22 +209,12 @@ impl CoverFieldPass {
 
     /// Encodes, submits and checks the submission for errors (the convenience path).
     pub(super) fn run(&self, tracer: &GpuTracer) -> Result<()> {
-        let device = tracer.device();
-        let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let mut encoder = device.create_command_encoder(&Default::default());
-        self.encode(tracer, &mut encoder);
-        tracer.queue().submit([encoder.finish()]);
-        if let Some(e) = pollster::block_on(validation.pop()) {
-            return Err(Error::Gpu(format!("cover field pass failed: {e}")));
-        }
-        if let Some(e) = pollster::block_on(oom.pop()) {
-            return Err(Error::Gpu(format!(
-                "out of GPU memory for the cover field: {e}; lower face_resolution or pass \
-                 fewer observers per call"
-            )));
-        }
-        Ok(())
+        crate::gpu::submit_checked(
+            tracer,
+            "the cover field",
+            "lower face_resolution or pass fewer observers per call",
+            |e| self.encode(tracer, e),
+        )
     }
 }
 

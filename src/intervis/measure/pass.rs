@@ -215,21 +215,12 @@ impl IntervisPass {
 
     /// Encodes, submits and checks the submission for errors (the convenience path).
     pub(super) fn run(&self, tracer: &GpuTracer) -> Result<()> {
-        let device = tracer.device();
-        let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let mut encoder = device.create_command_encoder(&Default::default());
-        self.encode(tracer, &mut encoder);
-        tracer.queue().submit([encoder.finish()]);
-        if let Some(e) = pollster::block_on(validation.pop()) {
-            return Err(Error::Gpu(format!("intervis pass failed: {e}")));
-        }
-        if let Some(e) = pollster::block_on(oom.pop()) {
-            return Err(Error::Gpu(format!(
-                "out of GPU memory for intervis: {e}; lower the resolution or pass fewer pairs"
-            )));
-        }
-        Ok(())
+        crate::gpu::submit_checked(
+            tracer,
+            "intervis",
+            "lower the resolution or pass fewer pairs",
+            |e| self.encode(tracer, e),
+        )
     }
 }
 
