@@ -161,13 +161,32 @@ impl MaterialRules {
     /// The material for a name from a file; the result keeps the file's name.
     #[must_use]
     pub fn resolve(&self, name: &str) -> Material {
+        self.resolver().resolve(name)
+    }
+
+    /// The rules with their patterns tokenised once, for resolving many names (a loader).
+    pub(crate) fn resolver(&self) -> Resolver<'_> {
+        Resolver {
+            rules: self,
+            patterns: self.rules.iter().map(|(p, _)| tokens(p)).collect(),
+        }
+    }
+}
+
+/// [`MaterialRules`] with each pattern's tokens computed once.
+pub(crate) struct Resolver<'a> {
+    rules: &'a MaterialRules,
+    patterns: Vec<Vec<String>>,
+}
+
+impl Resolver<'_> {
+    /// [`MaterialRules::resolve`].
+    pub(crate) fn resolve(&self, name: &str) -> Material {
         let words = tokens(name);
-        let m = self
-            .rules
-            .iter()
-            .find(|(pat, _)| matches_tokens(&words, &tokens(pat)))
-            .map(|(_, m)| m)
-            .unwrap_or(&self.default);
+        let m = (self.patterns.iter().zip(&self.rules.rules))
+            .find(|(pat, _)| matches_tokens(&words, pat))
+            .map(|(_, (_, m))| m)
+            .unwrap_or(&self.rules.default);
         Material::new(name, m.flags, m.albedo)
     }
 }

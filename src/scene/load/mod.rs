@@ -154,6 +154,7 @@ struct Builder<'a> {
     mesh: Mesh,
     materials: Vec<Material>,
     by_name: HashMap<String, u32>,
+    resolver: crate::scene::material::Resolver<'a>,
     report: LoadReport,
 }
 
@@ -171,6 +172,7 @@ impl<'a> Builder<'a> {
             mesh: Mesh::default(),
             materials: Vec::new(),
             by_name: HashMap::new(),
+            resolver: options.rules.resolver(),
             report: LoadReport {
                 path: path.display().to_string(),
                 ..LoadReport::default()
@@ -244,7 +246,7 @@ impl<'a> Builder<'a> {
             Some(&i) => i,
             None => {
                 let m = match material {
-                    Some(n) => self.options.rules.resolve(n),
+                    Some(n) => self.resolver.resolve(n),
                     None => Material {
                         name: name.to_string(),
                         ..self.options.rules.default.clone()
