@@ -297,3 +297,47 @@ fn a_table_of_one_waypoint_is_refused() {
     assert_eq!(judge(&args, &r, true), None);
     assert!(r.text.contains("at least 2"), "{}", r.text);
 }
+
+#[test]
+fn a_table_from_other_geometry_is_refused() {
+    let table = tmp("rock.slt");
+    let args = strings(&[
+        "precompute",
+        "--scene",
+        "rock",
+        "--backend",
+        "cpu",
+        "--spacing",
+        "4",
+        "--out",
+        table.to_str().unwrap(),
+    ]);
+    let r = run(&args);
+    assert_eq!(r.code, Some(0), "{}", r.text);
+    // The same table with the scene it was computed on is accepted; with another seed of the
+    // same scene (other geometry) it is refused, saying to recompute.
+    for (seed, ok) in [("1", true), ("2", false)] {
+        let args = strings(&[
+            "tpm",
+            "--scene",
+            "rock",
+            "--seed",
+            seed,
+            "--backend",
+            "cpu",
+            "--table",
+            table.to_str().unwrap(),
+            "--member",
+            "0,0",
+            "--seconds",
+            "2",
+        ]);
+        let r = run(&args);
+        if ok {
+            assert_eq!(r.code, Some(0), "{}", r.text);
+        } else {
+            assert_eq!(judge(&args, &r, true), None);
+            assert!(r.text.contains("recompute"), "{}", r.text);
+        }
+    }
+}
