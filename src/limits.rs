@@ -11,10 +11,11 @@ use crate::{Error, Result};
 /// Largest coordinate magnitude (metres) a query, observer, waypoint or vertex may have. Beyond
 /// it single-precision positions are coarser than 100 m and squared distances overflow.
 pub const MAX_COORDINATE: f32 = 1.0e9;
-/// Cells of one ground grid (viewshed, cover field, ground search): 64 M.
-pub const MAX_GRID_CELLS: u64 = 1 << 26;
-/// Cells of the nav builder's fine grid, over all floors: 256 M.
-pub const MAX_FINE_CELLS: u64 = 1 << 28;
+/// Cells of one ground grid (viewshed, cover field, dense cover search, waypoint sampling): 16 M
+/// (a 1 km square at 0.25 m).
+pub const MAX_GRID_CELLS: u64 = 1 << 24;
+/// Columns of the nav builder's fine grid (a quarter of the node spacing apart): 32 M.
+pub const MAX_FINE_COLUMNS: u64 = 1 << 25;
 /// Pixels of one picture the CLI writes: 64 M (8192 x 8192).
 pub const MAX_PICTURE_PIXELS: u64 = 1 << 26;
 /// Longest side of one picture, in pixels.

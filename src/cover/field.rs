@@ -122,7 +122,7 @@ impl CellCover {
 pub const ALL_HIDDEN: u32 = 0b111;
 
 /// Largest grid [`cover_field`] accepts.
-pub const MAX_CELLS: usize = 1 << 24;
+pub const MAX_CELLS: usize = crate::limits::MAX_GRID_CELLS as usize;
 
 /// A top-down grid around a point; row `r`, column `c` is the cell whose corner is
 /// `origin + (c, r) * cell` (x, z), stored at `r * width + c`.

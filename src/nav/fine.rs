@@ -22,7 +22,7 @@ use crate::{Engine, Error, Result};
 use glam::{IVec2, Vec2, Vec3};
 
 /// Largest fine grid searched (columns).
-pub const MAX_FINE_COLUMNS: usize = 1 << 25;
+pub const MAX_FINE_COLUMNS: usize = crate::limits::MAX_FINE_COLUMNS as usize;
 
 pub(crate) struct Fine {
     pub step: f32,

@@ -66,9 +66,9 @@ pub struct FloorSample {
 }
 
 /// Largest grid [`sample_floors`] searches.
-pub const MAX_CELLS: usize = 1 << 26;
+pub const MAX_CELLS: usize = crate::limits::MAX_GRID_CELLS as usize;
 /// Largest number of waypoints [`sample_floors`] returns.
-pub const MAX_WAYPOINTS: usize = 1 << 25;
+pub const MAX_WAYPOINTS: usize = crate::limits::MAX_WAYPOINTS as usize;
 
 /// Waypoints on every walkable floor of a top-down grid over the scene's x/z bounds,
 /// `spacing` metres apart.

@@ -92,7 +92,7 @@ impl Default for DenseParams {
 }
 
 /// Largest grid a query may search: `(2 * radius / cell)^2` cells.
-pub const MAX_CELLS: f64 = (1u64 << 24) as f64;
+pub const MAX_CELLS: f64 = crate::limits::MAX_GRID_CELLS as f64;
 /// Largest number of queries in one call.
 pub const MAX_QUERIES: usize = 1 << 20;
 
