@@ -148,9 +148,11 @@ impl Engine {
 
     /// One bit per segment: set when a triangle matching `mask` lies strictly between its ends.
     pub fn occluded(&self, scene: &Scene, segments: &[Segment], mask: Mask) -> Result<Occlusion> {
-        trace::validate_segments(segments)?;
         match &self.gpu {
-            None => Ok(cpu::occluded(&scene.tiers(), segments, mask.bits())),
+            None => {
+                trace::validate_segments(segments)?;
+                Ok(cpu::occluded(&scene.tiers(), segments, mask.bits()))
+            }
             Some(gpu) => {
                 let pass = gpu.prepare_occluded(scene, segments, mask)?;
                 gpu.run(&pass)?;
@@ -175,9 +177,11 @@ impl Engine {
         rays: &[Ray],
         mask: Mask,
     ) -> Result<Vec<HitRecord>> {
-        trace::validate_rays(rays)?;
         match &self.gpu {
-            None => Ok(cpu::closest_hit(&scene.tiers(), rays, mask.bits())),
+            None => {
+                trace::validate_rays(rays)?;
+                Ok(cpu::closest_hit(&scene.tiers(), rays, mask.bits()))
+            }
             Some(gpu) => {
                 let pass: TracePass = gpu.prepare_closest_hit(scene, rays, mask)?;
                 gpu.run(&pass)?;
