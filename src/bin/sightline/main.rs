@@ -495,9 +495,10 @@ fn run(cli: Cli) -> AnyResult<()> {
                 .iter()
                 .map(|s| {
                     let d = s.end() - s.start();
-                    match d == Vec3::ZERO {
-                        true => sightline::Ray::new(s.start(), Vec3::X, 0.0),
-                        false => sightline::Ray::new(s.start(), d, 1.0),
+                    if d == Vec3::ZERO {
+                        sightline::Ray::new(s.start(), Vec3::X, 0.0)
+                    } else {
+                        sightline::Ray::new(s.start(), d, 1.0)
                     }
                 })
                 .collect();
