@@ -145,17 +145,7 @@ pub(crate) fn measure_rows(
     mut sink: impl FnMut(u32, u32, IntervisRecord) -> Result<()>,
 ) -> Result<()> {
     super::check_shard(shard)?;
-    let n = u32::try_from(waypoints.len())
-        .ok()
-        .filter(|&n| u64::from(n) <= crate::limits::MAX_WAYPOINTS)
-        .ok_or_else(|| {
-            Error::too_large(
-                "waypoint count",
-                waypoints.len() as u64,
-                crate::limits::MAX_WAYPOINTS,
-                "use a larger --spacing, or split the level",
-            )
-        })?;
+    let n = super::waypoint_count(waypoints.len())?;
     let r2 = range.map_or(f32::INFINITY, |r| r * r);
     let rows = (shard.0..n).step_by(shard.1 as usize);
     let row_count = rows.len() as u64;

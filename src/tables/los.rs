@@ -379,18 +379,7 @@ fn check_inputs(
     shard: (u32, u32),
 ) -> Result<u32> {
     super::check_shard(shard)?;
-    let n = u32::try_from(waypoints.len())
-        .ok()
-        .filter(|&n| n < u32::MAX)
-        .filter(|&n| u64::from(n) <= crate::limits::MAX_WAYPOINTS)
-        .ok_or_else(|| {
-            Error::too_large(
-                "waypoint count",
-                waypoints.len() as u64,
-                crate::limits::MAX_WAYPOINTS,
-                "use a larger --spacing, or split the level",
-            )
-        })?;
+    let n = super::waypoint_count(waypoints.len())?;
     if let Some(k) = waypoints.iter().position(|p| !p.is_finite()) {
         return Err(Error::InvalidInput(format!(
             "waypoint {k} is {:?}: waypoints must be finite (metres)",

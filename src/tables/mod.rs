@@ -227,6 +227,21 @@ pub fn precompute_to_file(
     MappedTable::open(path)
 }
 
+/// `len` waypoints as a `u32` count, refused over [`crate::limits::MAX_WAYPOINTS`].
+pub(crate) fn waypoint_count(len: usize) -> Result<u32> {
+    u32::try_from(len)
+        .ok()
+        .filter(|&n| u64::from(n) <= crate::limits::MAX_WAYPOINTS)
+        .ok_or_else(|| {
+            Error::too_large(
+                "waypoint count",
+                len as u64,
+                crate::limits::MAX_WAYPOINTS,
+                "use a larger --spacing, or split the level",
+            )
+        })
+}
+
 /// The waypoints (sampled or given) and the header of a run; checks the edges.
 fn prepare(
     engine: &Engine,
