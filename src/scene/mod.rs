@@ -274,6 +274,27 @@ impl Scene {
         self.objects.get(id.0 as usize).and_then(Option::as_ref)
     }
 
+    /// World-space bounds of object `id`'s mesh placed with `transform` (not necessarily its
+    /// current one), or `None` if there is no such object or it has no triangles.
+    pub fn object_bounds(&self, id: ObjectId, transform: Affine3A) -> Option<(Vec3, Vec3)> {
+        let obj = self.object(id)?;
+        let mut lo = Vec3::splat(f32::INFINITY);
+        let mut hi = Vec3::splat(f32::NEG_INFINITY);
+        for tri in &obj.mesh.triangles {
+            for &v in tri {
+                let p = transform.transform_point3(obj.mesh.positions[v as usize]);
+                lo = lo.min(p);
+                hi = hi.max(p);
+            }
+        }
+        (lo.x <= hi.x).then_some((lo, hi))
+    }
+
+    /// Whether object `id` is movable (`None` if there is no such object).
+    pub fn mobility(&self, id: ObjectId) -> Option<Mobility> {
+        self.object(id).map(|o| o.mobility)
+    }
+
     /// The object that owns a scene-wide triangle id, and the triangle's index in its mesh.
     pub fn triangle_owner(&self, triangle: u32) -> Option<(ObjectId, u32)> {
         self.objects.iter().enumerate().find_map(|(i, o)| {

@@ -241,6 +241,16 @@ impl LosTable {
         &mut self.bits
     }
 
+    /// Sets or clears pair `(i, j)` (`i != j`, both in range, row held); the sees lists are
+    /// stale until [`LosTable::build_sees`] runs.
+    pub(crate) fn set_pair(&mut self, i: u32, j: u32, visible: bool) {
+        let (a, b) = (i.min(j), i.max(j));
+        let bit = self.row_start[a as usize] + u64::from(b - a - 1);
+        let mask = 1u64 << (bit % 64);
+        let word = &mut self.bits[(bit / 64) as usize];
+        *word = if visible { *word | mask } else { *word & !mask };
+    }
+
     pub(crate) fn set(&mut self, bit: u64) {
         self.bits[(bit / 64) as usize] |= 1 << (bit % 64);
     }
