@@ -96,6 +96,23 @@ impl LosTable {
         })
     }
 
+    /// A complete table for `n` waypoints in which exactly the given pairs see each other
+    /// (either order, repeats allowed): line of sight known from elsewhere, or a hand-made
+    /// test. A pair out of range or of a waypoint with itself is an error.
+    pub fn from_pairs(n: u32, pairs: impl IntoIterator<Item = (u32, u32)>) -> Result<LosTable> {
+        let mut t = LosTable::empty(n, (0, 1))?;
+        for (i, j) in pairs {
+            if i == j || i >= n || j >= n {
+                return Err(Error::InvalidInput(format!(
+                    "line-of-sight pair ({i}, {j}) needs two different waypoints below {n}"
+                )));
+            }
+            t.set_pair(i, j, true);
+        }
+        t.build_sees()?;
+        Ok(t)
+    }
+
     /// Rebuilds a table read from a file, checking that the parts fit together (the file's
     /// full checks are in [`layout`](super::layout)).
     pub(crate) fn from_parts(

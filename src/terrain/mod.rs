@@ -8,9 +8,11 @@
 //! Directions are 8 sectors of 45 degrees centred on the compass points; east is +X and north
 //! is -Z (the built-in scenes' convention: the pictures put north at the top).
 
+pub mod experience;
 pub mod patch;
 pub mod relations;
 pub mod sniping;
+pub mod tactics;
 
 pub use relations::{los_lof_value, Interaction, RelationParams, Relations, FIRE, SIGHT};
 

@@ -460,6 +460,8 @@ pub(super) struct Search {
     cost: Vec<f32>,
     touched: Vec<u32>,
     heap: BinaryHeap<Reverse<(u32, u32)>>,
+    /// Each node's predecessor on its least-cost path (kept only by [`Search::path`]).
+    parent: Vec<u32>,
 }
 
 impl Search {
@@ -468,6 +470,7 @@ impl Search {
             cost: vec![f32::INFINITY; n],
             touched: Vec::new(),
             heap: BinaryHeap::new(),
+            parent: Vec::new(),
         }
     }
 
@@ -528,11 +531,47 @@ impl Search {
             }
             for &(v, e) in graph.neighbours(u) {
                 if open[e as usize] {
-                    self.relax(v, c + graph.costs()[e as usize]);
+                    self.relax_from(u, v, c + graph.costs()[e as usize]);
                 }
             }
         }
         None
+    }
+
+    /// A least-cost path from `a` to `b` (both ends included), `None` if unreachable.
+    pub(super) fn path(
+        &mut self,
+        graph: &NavGraph,
+        open: &[bool],
+        a: u32,
+        b: u32,
+    ) -> Option<Vec<u32>> {
+        if self.parent.len() != self.cost.len() {
+            self.parent = vec![u32::MAX; self.cost.len()];
+        }
+        self.path_cost(graph, open, a, b)?;
+        let mut path = vec![b];
+        let mut v = b;
+        while v != a {
+            v = self.parent[v as usize];
+            path.push(v);
+        }
+        path.reverse();
+        Some(path)
+    }
+
+    fn relax_from(&mut self, u: u32, v: u32, c: f32) {
+        let slot = &mut self.cost[v as usize];
+        if c < *slot {
+            if slot.is_infinite() {
+                self.touched.push(v);
+            }
+            *slot = c;
+            if !self.parent.is_empty() {
+                self.parent[v as usize] = u;
+            }
+            self.heap.push(Reverse((c.to_bits(), v)));
+        }
     }
 
     fn relax(&mut self, v: u32, c: f32) {
