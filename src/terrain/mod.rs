@@ -10,6 +10,7 @@
 
 pub mod experience;
 pub mod patch;
+pub mod predict;
 pub mod relations;
 pub mod sniping;
 pub mod tactics;

@@ -315,6 +315,17 @@ enum Command {
         #[command(flatten)]
         args: fireteam_cmd::Args,
     },
+    /// Where a threat that went out of sight presumably is (its last sighting extrapolated,
+    /// corrected by the nav graph and by line of sight) and where to aim for it to reappear
+    /// (van der Sterren, Terrain Reasoning for 3D Action Games).
+    Predict {
+        #[command(flatten)]
+        scene: SceneArgs,
+        #[command(flatten)]
+        nav: NavArgs,
+        #[command(flatten)]
+        args: predict_cmd::Args,
+    },
     /// Summarise and verify a table file.
     Inspect {
         file: PathBuf,
@@ -746,6 +757,11 @@ fn run(cli: Cli) -> AnyResult<()> {
                 json.as_deref(),
             )
         }
+        Command::Predict { scene, nav, args } => {
+            let s = load_scene(&scene)?;
+            let e = engine(scene.backend)?;
+            predict_cmd::run(&e, &s, &nav.graph(&e, &s)?, &args)
+        }
         Command::Inspect { file, view, png } => {
             tables_cmd::inspect(&file)?;
             if let (Some(v), Some(p)) = (view, png) {
@@ -797,5 +813,6 @@ fn run(cli: Cli) -> AnyResult<()> {
 mod cover_cmd;
 mod fireteam_cmd;
 mod nav_cmd;
+mod predict_cmd;
 mod tables_cmd;
 mod tpm_cmd;
