@@ -24,6 +24,7 @@ pub mod nav;
 mod receipt;
 pub mod scene;
 pub mod tables;
+pub mod terrain;
 pub mod tpm;
 pub mod trace;
 pub mod viewshed;

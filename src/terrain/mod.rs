@@ -1,0 +1,2 @@
+//! Terrain reasoning on the waypoint graph (van der Sterren).
+pub mod props;
