@@ -11,6 +11,7 @@
 pub mod experience;
 pub mod patch;
 pub mod predict;
+pub mod props;
 pub mod relations;
 pub mod sniping;
 pub mod tactics;
