@@ -9,6 +9,7 @@
 //! is -Z (the built-in scenes' convention: the pictures put north at the top).
 
 pub mod experience;
+mod keys;
 pub mod patch;
 pub mod predict;
 pub mod props;
