@@ -9,7 +9,8 @@ use glam::Vec3;
 use sightline::nav::{generate, CostParams, NavGraph, NavParams};
 use sightline::scene::procedural::{sniper, sniper_layout};
 use sightline::terrain::patch::DoorPatch;
-use sightline::terrain::{RelationParams, Relations};
+use sightline::terrain::sniping::{Sniping, SnipingParams};
+use sightline::terrain::{Direction, RelationParams, Relations, Survey, SurveyParams};
 use sightline::{Engine, Scene};
 use std::sync::OnceLock;
 
@@ -105,4 +106,102 @@ fn a_patch_for_other_relations_or_objects_is_refused() {
     patch.pairs.push((0, rel.len() as u32));
     let mut r = rel.clone();
     assert!(r.apply(&Engine::cpu(), scene, &patch).is_err());
+}
+
+/// The level's largest component (roof tops nobody can reach left out), surveyed on the CPU.
+fn surveyed() -> &'static Survey {
+    static S: OnceLock<Survey> = OnceLock::new();
+    S.get_or_init(|| {
+        let (scene, g) = level();
+        let label = g.components().label;
+        let (g, _) = g
+            .subgraph(|i| label[i as usize] == 0, &CostParams::standard())
+            .unwrap();
+        Survey::compute(
+            &Engine::cpu(),
+            scene,
+            &g,
+            &SurveyParams::standard(),
+            None,
+            None,
+        )
+        .unwrap()
+    })
+}
+
+/// The waypoints of the top `share` of scores in direction `d`.
+fn top(s: &Sniping, d: Direction, share: f32) -> Vec<Vec3> {
+    let scores = s.scores(d);
+    let mut order: Vec<usize> = (0..scores.len()).collect();
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+    let nodes = surveyed().relations.nodes();
+    let k = (scores.len() as f32 * share).ceil() as usize;
+    order[..k].iter().map(|&w| nodes[w]).collect()
+}
+
+/// Where van der Sterren's static ranking puts good eastward sniping spots ("Ranking Sniping
+/// Spots using Static Info" and the discussion of focus): the western edge of the level (here
+/// its westernmost sixth, 14 m), the rooms, windows and alley of the south-western building,
+/// the northern stairs from the creek, the spot between the northern stairs wall and the
+/// bridge wall, and the north-west west of the full-height wall. `mirror` turns the level half
+/// a turn (the level is point-symmetric) for sniping west.
+fn in_named_region(p: Vec3, mirror: bool) -> bool {
+    let l = sniper_layout();
+    let p = if mirror {
+        Vec3::new(-p.x, p.y, -p.z)
+    } else {
+        p
+    };
+    let inside = |lo: Vec3, hi: Vec3| (lo.x..=hi.x).contains(&p.x) && (lo.z..=hi.z).contains(&p.z);
+    let b = &l.buildings[0];
+    let west_edge = p.x <= l.min.x + 14.0;
+    let building_and_alley = inside(
+        b.min - Vec3::new(1.5, 0.0, 1.5),
+        Vec3::new(b.max.x + 1.5, 0.0, l.full_walls[1][0].z + 0.5),
+    );
+    let stairs = inside(
+        Vec3::new(l.creek_x[0], 0.0, -16.0),
+        Vec3::new(-2.0, 0.0, -10.5),
+    );
+    let stairs_to_bridge = inside(
+        Vec3::new(l.creek_x[0], 0.0, -10.5),
+        Vec3::new(-2.0, 0.0, -2.0),
+    );
+    let north_west = inside(Vec3::new(l.min.x, 0.0, -22.0), Vec3::new(-18.0, 0.0, -12.0));
+    west_edge || building_and_alley || stairs || stairs_to_bridge || north_west
+}
+
+#[test]
+fn top_sniping_spots_fall_where_the_paper_says() {
+    let sv = surveyed();
+    let (doors, windows) = sv.key_counts();
+    assert!(
+        doors >= 2 && windows == 4,
+        "{doors} doors, {windows} windows"
+    );
+    let s = Sniping::compute(&sv.relations, &sv.site(vec![]), &SnipingParams::standard()).unwrap();
+    let creek = sniper_layout().creek_x;
+    for (d, mirror) in [(Direction::EAST, false), (Direction::WEST, true)] {
+        let best = top(&s, d, 0.10);
+        let n = best.len() as f32;
+        let behind = best
+            .iter()
+            .filter(|p| {
+                if mirror {
+                    p.x > creek[1]
+                } else {
+                    p.x < creek[0]
+                }
+            })
+            .count() as f32;
+        let named = best.iter().filter(|p| in_named_region(**p, mirror)).count() as f32;
+        println!(
+            "sniping {}: of the top 10 % ({n} waypoints), {:.0} % on the sniper's side of the \
+             creek and {:.0} % in the paper's regions",
+            d.name(),
+            100.0 * behind / n,
+            100.0 * named / n
+        );
+        assert!(behind >= 0.9 * n && named >= 0.75 * n);
+    }
 }

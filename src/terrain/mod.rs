@@ -15,9 +15,11 @@ pub mod predict;
 pub mod props;
 pub mod relations;
 pub mod sniping;
+pub mod survey;
 pub mod tactics;
 
 pub use relations::{los_lof_value, Interaction, RelationParams, Relations, FIRE, SIGHT};
+pub use survey::{Survey, SurveyParams};
 
 use glam::Vec3;
 

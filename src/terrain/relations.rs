@@ -142,6 +142,18 @@ impl Relations {
         graph: &NavGraph,
         params: &RelationParams,
     ) -> Result<Relations> {
+        Relations::compute_with_progress(engine, scene, graph, params, |_, _| {})
+    }
+
+    /// [`Relations::compute`], calling `progress(done, total)` as pairs are traced (both
+    /// tables counted).
+    pub fn compute_with_progress(
+        engine: &Engine,
+        scene: &Scene,
+        graph: &NavGraph,
+        params: &RelationParams,
+        mut progress: impl FnMut(u64, u64),
+    ) -> Result<Relations> {
         params.validate()?;
         if graph.len() < 2 {
             return Err(Error::InvalidInput(format!(
@@ -156,14 +168,6 @@ impl Relations {
             ..LosParams::standard()
         };
         let nodes = graph.nodes();
-        let sight = compute_los(
-            engine,
-            scene,
-            nodes,
-            &los(Mask::SIGHT),
-            params.range,
-            |_, _| {},
-        )?;
         // Where every triangle that blocks sight also blocks fire and the other way round, the
         // two tables are equal: trace once.
         let split = scene.tiers().iter().any(|t| {
@@ -171,6 +175,15 @@ impl Relations {
                 .iter()
                 .any(|tri| matches!(tri.flags & Mask::ANY_SOLID.bits(), 1 | 2))
         });
+        let passes = if split { 2 } else { 1 };
+        let sight = compute_los(
+            engine,
+            scene,
+            nodes,
+            &los(Mask::SIGHT),
+            params.range,
+            |d, t| progress(d, t * passes),
+        )?;
         let fire = if split {
             compute_los(
                 engine,
@@ -178,7 +191,7 @@ impl Relations {
                 nodes,
                 &los(Mask::FIRE),
                 params.range,
-                |_, _| {},
+                |d, t| progress(t + d, 2 * t),
             )?
         } else {
             sight.clone()

@@ -326,6 +326,17 @@ enum Command {
         #[command(flatten)]
         args: predict_cmd::Args,
     },
+    /// Terrain reasoning on the nav graph (van der Sterren, Terrain Reasoning for 3D Action
+    /// Games): sniping, ambush, combat, stronghold or sentry ratings per waypoint, as CSV and a
+    /// heat map.
+    Terrain {
+        #[command(flatten)]
+        scene: SceneArgs,
+        #[command(flatten)]
+        nav: NavArgs,
+        #[command(flatten)]
+        args: terrain_cmd::Args,
+    },
     /// Summarise and verify a table file.
     Inspect {
         file: PathBuf,
@@ -762,6 +773,11 @@ fn run(cli: Cli) -> AnyResult<()> {
             let e = engine(scene.backend)?;
             predict_cmd::run(&e, &s, &nav.graph(&e, &s)?, &args)
         }
+        Command::Terrain { scene, nav, args } => {
+            let s = load_scene(&scene)?;
+            let e = engine(scene.backend)?;
+            terrain_cmd::run(&e, &s, nav.graph(&e, &s)?, &args)
+        }
         Command::Inspect { file, view, png } => {
             tables_cmd::inspect(&file)?;
             if let (Some(v), Some(p)) = (view, png) {
@@ -815,4 +831,5 @@ mod fireteam_cmd;
 mod nav_cmd;
 mod predict_cmd;
 mod tables_cmd;
+mod terrain_cmd;
 mod tpm_cmd;
