@@ -473,6 +473,14 @@ fn bad_parameters_and_files_are_errors() {
     assert_eq!(keys[0].kind, KeyKind::Door);
     assert_eq!(keys[0].normal, Vec3::Z);
     assert_eq!(keys[1].position, Vec3::new(3.0, 1.5, 4.0));
+    for empty in ["", "kind,x,y,z\n"] {
+        std::fs::write(&path, empty).unwrap();
+        let e = read_key_locations(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("keys.csv") && e.contains("no key locations"),
+            "{e}"
+        );
+    }
     for (text, line, says) in [
         ("door,1,0,2\nhatch,1,2,3\n", 2, "hatch"),
         ("door,1,0\n", 1, "fields"),

@@ -8,6 +8,7 @@ mod gpu;
 use glam::Vec3;
 use sightline::nav::{generate, CostParams, NavGraph, NavParams};
 use sightline::scene::procedural::{sniper, sniper_layout};
+use sightline::terrain::experience::{Activity, Actor, Experience};
 use sightline::terrain::patch::DoorPatch;
 use sightline::terrain::sniping::{Sniping, SnipingParams};
 use sightline::terrain::{Direction, RelationParams, Relations, Survey, SurveyParams};
@@ -204,4 +205,136 @@ fn top_sniping_spots_fall_where_the_paper_says() {
         );
         assert!(behind >= 0.9 * n && named >= 0.75 * n);
     }
+}
+
+/// Runs the command-line tool, returning its status and output.
+fn cli(args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sightline"))
+        .args(args)
+        .env("WGPU_BACKEND", "vulkan")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+#[test]
+fn the_command_writes_a_csv_and_a_heat_map_for_every_query() {
+    let dir = std::env::temp_dir().join(format!("sightline-terrain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sv = surveyed();
+    let nodes = sv.relations.nodes();
+    // Experience: the player snipes east for ten minutes from a waypoint on the east bank,
+    // issuing 1,000 damage; the AI walks north through the middle of the west bank.
+    let spot = sv
+        .relations
+        .graph()
+        .nearest(Vec3::new(10.0, 0.0, 10.0))
+        .unwrap();
+    let mut e = Experience::new(nodes).unwrap();
+    e.record_sniping(
+        spot,
+        Direction::EAST,
+        Actor::Player,
+        Activity {
+            seconds: 600.0,
+            issued: 1000.0,
+            taken: 0.0,
+        },
+    )
+    .unwrap();
+    for z in -10..10 {
+        let w = sv
+            .relations
+            .graph()
+            .nearest(Vec3::new(-20.0, 0.0, 2.0 * z as f32))
+            .unwrap();
+        e.record_traffic(w, Direction::NORTH, Actor::Ai, 5.0)
+            .unwrap();
+    }
+    let exp = dir.join("experience.json");
+    e.save(&exp).unwrap();
+    for (query, extra) in [
+        ("sniping", vec!["--experience", exp.to_str().unwrap()]),
+        ("ambush", vec!["--dir", "north", "--trips", "300"]),
+        ("combat", vec![]),
+        ("strongholds", vec![]),
+        ("sentry", vec![]),
+    ] {
+        let csv = dir.join(format!("{query}.csv"));
+        let png = dir.join(format!("{query}.png"));
+        let mut args = vec![
+            "terrain",
+            "--scene",
+            "sniper",
+            "--backend",
+            "cpu",
+            "--query",
+            query,
+            "--csv",
+            csv.to_str().unwrap(),
+            "--png",
+            png.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        let (ok, text) = cli(&args);
+        assert!(ok, "{query}: {text}");
+        let table = std::fs::read_to_string(&csv).unwrap();
+        let mut lines = table.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        assert_eq!(header[..4], ["waypoint", "x", "y", "z"], "{query}");
+        assert_eq!(*header.last().unwrap(), "score");
+        let rows: Vec<Vec<String>> = lines
+            .map(|l| l.split(',').map(str::to_string).collect())
+            .collect();
+        assert_eq!(rows.len(), nodes.len(), "{query}: one row per waypoint");
+        assert!(rows.iter().all(|r| r.len() == header.len()));
+        let img = image::open(&png).unwrap();
+        assert!(img.width() >= 512 && img.height() >= 512);
+        if query == "sniping" {
+            for q in [
+                "a_inconspicuous",
+                "b_overlooks_distant",
+                "c_hard_to_reach",
+                "d_cover_nearby",
+                "e_overlooked_exposed",
+                "f_overlooks_keys",
+                "g_approach_observed",
+                "h_focus",
+                "i_moves_freely",
+                "traffic",
+                "experience",
+            ] {
+                assert!(header.contains(&q), "no {q} column");
+            }
+            let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+            let row = &rows[spot as usize];
+            let (pre, exp, score): (f32, f32, f32) = (
+                row[col("precomputed")].parse().unwrap(),
+                row[col("experience")].parse().unwrap(),
+                row[col("score")].parse().unwrap(),
+            );
+            assert!(exp > 0.0 && (pre + exp - score).abs() < 1e-3 * score.abs().max(1.0));
+            // The recorded traffic re-ran the rating: somebody overlooks it.
+            assert!(rows
+                .iter()
+                .any(|r| r[col("traffic")].parse::<f32>().unwrap() > 0.0));
+        }
+    }
+    // Bad input is an error that says what is wrong.
+    for (args, says) in [
+        (vec!["--dir", "up"], "direction"),
+        (vec!["--horizon", "nan"], "horizon"),
+        (vec!["--experience", "/nonexistent/exp.json"], "exp.json"),
+    ] {
+        let mut a = vec!["terrain", "--scene", "sniper", "--backend", "cpu"];
+        a.extend(args);
+        let (ok, text) = cli(&a);
+        assert!(
+            !ok && text.contains("error") && text.contains(says),
+            "{a:?}: {text}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -429,5 +429,16 @@ pub fn read_key_locations(path: impl AsRef<Path>) -> Result<Vec<KeyLocation>> {
                 normal,
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()
+        .and_then(|keys| {
+            if keys.is_empty() {
+                Err(Error::load(
+                    &name,
+                    "no key locations in the file: give one kind,x,y,z[,nx,nz] line per door \
+                     or window, or leave the option out to find them in the geometry",
+                ))
+            } else {
+                Ok(keys)
+            }
+        })
 }
