@@ -187,10 +187,27 @@ fn benches(c: &mut Criterion) {
         ug.len(),
         ug.len() * (ug.len() - 1) / 2
     );
+    let usv = Survey::compute(&cpu, &city, &ug, &SurveyParams::standard(), None, None).unwrap();
+    eprintln!(
+        "urban relations {:.1} MB",
+        usv.relations.bytes() as f64 / 1e6
+    );
     let mut grp = c.benchmark_group("terrain/urban_2m");
     grp.sample_size(10)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(30));
+    grp.bench_function("scores_from_relations", |b| {
+        b.iter(|| {
+            black_box(
+                Sniping::compute(
+                    &usv.relations,
+                    &usv.site(vec![]),
+                    &SnipingParams::standard(),
+                )
+                .unwrap(),
+            )
+        })
+    });
     grp.bench_function("sniping_total_cpu", |b| {
         b.iter(|| black_box(sniping_total(&cpu, &city, &ug)))
     });

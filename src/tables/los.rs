@@ -272,6 +272,32 @@ impl LosTable {
         self.bits[(bit / 64) as usize] |= 1 << (bit % 64);
     }
 
+    /// Rebuilds the sees lists of the `touched` rows from the bits (one pass over the other
+    /// waypoints each) and copies the rest: after [`LosTable::set_pair`] changed only pairs of
+    /// touched waypoints.
+    pub(crate) fn rebuild_sees_rows(&mut self, touched: &[bool]) -> Result<()> {
+        assert!(
+            self.is_complete() && !self.sees_offsets.is_empty(),
+            "sees lists need every row"
+        );
+        let n = self.n;
+        let mut offsets = Vec::with_capacity(n as usize + 1);
+        let mut sees =
+            crate::limits::vec_with_capacity(self.sees.len(), "sees lists", "use fewer waypoints")?;
+        offsets.push(0u64);
+        for i in 0..n {
+            if touched[i as usize] {
+                sees.extend((0..n).filter(|&j| j != i && self.visible(i, j)));
+            } else {
+                sees.extend_from_slice(self.sees(i));
+            }
+            offsets.push(sees.len() as u64);
+        }
+        self.sees_offsets = offsets;
+        self.sees = sees;
+        Ok(())
+    }
+
     /// Builds the sees lists from the bits of a complete table: a counting pass over the set
     /// bits, a prefix sum, a filling pass. Scanning rows in order leaves every list ascending.
     pub(crate) fn build_sees(&mut self) -> Result<()> {

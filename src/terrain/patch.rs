@@ -204,21 +204,30 @@ impl Relations {
             .collect();
         if !segs.is_empty() {
             let sight = engine.occluded(scene, &segs, Mask::SIGHT)?;
-            let fire = engine.occluded(scene, &segs, Mask::FIRE)?;
+            // As the full trace does: one pass when no material blocks only one of them.
+            let fire = if super::relations::fire_is_sight(scene) {
+                sight.clone()
+            } else {
+                engine.occluded(scene, &segs, Mask::FIRE)?
+            };
+            let mut touched = vec![false; n as usize];
             let (st, ft) = self.tables_mut();
             for (i, &(a, b)) in patch.pairs.iter().enumerate() {
                 let s = in_range[i] && !sight.get(i);
                 let f = in_range[i] && !fire.get(i);
                 if st.visible(a, b) != s || ft.visible(a, b) != f {
                     report.changed_pairs += 1;
+                    touched[a as usize] = true;
+                    touched[b as usize] = true;
                 }
                 st.set_pair(a, b, s);
                 ft.set_pair(a, b, f);
             }
             if report.changed_pairs > 0 {
-                st.build_sees()?;
-                ft.build_sees()?;
-                self.rebuild_interactions()?;
+                // Only the rows of waypoints with a changed pair differ.
+                st.rebuild_sees_rows(&touched)?;
+                ft.rebuild_sees_rows(&touched)?;
+                self.rebuild_interactions(&touched)?;
             }
         }
         let blocked = edges_blocked(scene, self.graph(), &patch.edges);

@@ -170,11 +170,7 @@ impl Relations {
         let nodes = graph.nodes();
         // Where every triangle that blocks sight also blocks fire and the other way round, the
         // two tables are equal: trace once.
-        let split = scene.tiers().iter().any(|t| {
-            t.triangles
-                .iter()
-                .any(|tri| matches!(tri.flags & Mask::ANY_SOLID.bits(), 1 | 2))
-        });
+        let split = !fire_is_sight(scene);
         let passes = if split { 2 } else { 1 };
         let sight = compute_los(
             engine,
@@ -244,6 +240,12 @@ impl Relations {
     }
 
     fn build_interactions(&mut self) -> Result<()> {
+        self.build_interaction_rows(None)
+    }
+
+    /// Builds the interaction lists from the sees lists; with `touched`, only those rows are
+    /// rebuilt and the others copied from the current lists.
+    fn build_interaction_rows(&mut self, touched: Option<&[bool]>) -> Result<()> {
         let n = self.graph.len();
         let total = self.sight.sees_flat().1.len() + self.fire.sees_flat().1.len();
         let mut list = crate::limits::vec_with_capacity(
@@ -255,6 +257,11 @@ impl Relations {
         offsets.push(0);
         let nodes = self.graph.nodes();
         for w in 0..n as u32 {
+            if touched.is_some_and(|t| !t[w as usize]) {
+                list.extend_from_slice(self.interactions(w));
+                offsets.push(list.len() as u64);
+                continue;
+            }
             let (a, b) = (self.sight.sees(w), self.fire.sees(w));
             let (mut i, mut j) = (0, 0);
             while i < a.len() || j < b.len() {
@@ -388,8 +395,9 @@ impl Relations {
     pub(super) fn tables_mut(&mut self) -> (&mut LosTable, &mut LosTable) {
         (&mut self.sight, &mut self.fire)
     }
-    pub(super) fn rebuild_interactions(&mut self) -> Result<()> {
-        self.build_interactions()
+    /// Rebuilds the interaction rows of the `touched` waypoints from the sees lists.
+    pub(super) fn rebuild_interactions(&mut self, touched: &[bool]) -> Result<()> {
+        self.build_interaction_rows(Some(touched))
     }
 
     /// Whether `a` and `b` see each other (eye to eye).
@@ -460,6 +468,16 @@ impl Relations {
             + self.horizon.len() as u64 * 8
             + (self.offsets.len() + self.h_offsets.len()) as u64 * 8
     }
+}
+
+/// Whether every triangle of `scene` that blocks sight also blocks fire and the other way
+/// round, so the sight and fire tables are equal.
+pub(super) fn fire_is_sight(scene: &Scene) -> bool {
+    !scene.tiers().iter().any(|t| {
+        t.triangles
+            .iter()
+            .any(|tri| matches!(tri.flags & Mask::ANY_SOLID.bits(), 1 | 2))
+    })
 }
 
 /// Far distance in `[0, 1]` of two points `d` metres apart.
