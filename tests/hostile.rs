@@ -220,6 +220,9 @@ fn broken_input_files_are_errors_naming_the_file() {
                 "--graph",
                 f,
             ]),
+        ]
+        .into_iter()
+        .chain(["--keys", "--areas", "--experience"].map(|opt| {
             strings(&[
                 "terrain",
                 "--scene",
@@ -228,32 +231,10 @@ fn broken_input_files_are_errors_naming_the_file() {
                 "cpu",
                 "--spacing",
                 "4",
-                "--keys",
+                opt,
                 f,
-            ]),
-            strings(&[
-                "terrain",
-                "--scene",
-                "village",
-                "--backend",
-                "cpu",
-                "--spacing",
-                "4",
-                "--areas",
-                f,
-            ]),
-            strings(&[
-                "terrain",
-                "--scene",
-                "village",
-                "--backend",
-                "cpu",
-                "--spacing",
-                "4",
-                "--experience",
-                f,
-            ]),
-        ] {
+            ])
+        })) {
             let r = run(&args);
             if let Some(fail) = judge(&args, &r, true) {
                 failures.push(fail);
