@@ -32,13 +32,12 @@
 //! and the time to it is the path cost there divided by `speed`. The shorter that time, the
 //! more likely the threat shows up there soon.
 
+use super::relations::Search;
 use crate::limits::{check_size, MAX_COORDINATE};
 use crate::nav::NavGraph;
 use crate::{Engine, Error, Mask, Result, Scene, Segment};
 use glam::Vec3;
 use rayon::prelude::*;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// Height above a step's node (metres) of the probe from the node to the step: above a kerb or
 /// a step, below a window sill (1 m in the built-in levels).
@@ -260,7 +259,12 @@ pub fn predict(
         .collect();
     let allowed = |k: usize| p.slack * speed * times[k] + snap[0] + snap[k];
     let cap = (0..=n).map(allowed).fold(0.0f32, f32::max);
-    let (reach, _) = dijkstra(graph, snapped[0], None, cap);
+    let open = vec![true; graph.edges().len()];
+    let mut search = Search::new(graph.len());
+    let mut reach = vec![f32::INFINITY; graph.len()];
+    for (v, c) in search.run(graph, &open, snapped[0], cap) {
+        reach[v as usize] = c;
+    }
     // The graph is as fine as its nodes: a step may lie across a wall from its own node.
     // Probe from the node to the step at the height of a wall, below a window sill.
     let probes: Vec<Segment> = (1..=n)
@@ -304,17 +308,9 @@ pub fn predict(
 
     // Aim: the shortest path to the observer, and the first node on it in view.
     let observer_node = nearest(graph, observer_eye - lift);
-    let (cost, parent) = dijkstra(graph, presumed_node, Some(observer_node), f32::INFINITY);
-    let mut path = Vec::new();
-    if cost[observer_node as usize].is_finite() {
-        let mut at = observer_node;
-        path.push(at);
-        while at != presumed_node {
-            at = parent[at as usize];
-            path.push(at);
-        }
-        path.reverse();
-    }
+    let path = search
+        .path(graph, &open, presumed_node, observer_node)
+        .unwrap_or_default();
     let mut segments: Vec<Segment> = path
         .iter()
         .map(|&i| Segment::new(observer_eye, nodes[i as usize] + lift))
@@ -332,43 +328,30 @@ pub fn predict(
         observer_node,
         aim_node,
         aim: aim_node.map(|a| nodes[a as usize] + lift),
-        time_to_aim: aim_node.map_or(f32::INFINITY, |a| cost[a as usize] / speed),
+        time_to_aim: aim_node.map_or(f32::INFINITY, |a| path_cost(graph, &path, a) / speed),
         path,
         steps: points[..end].to_vec(),
     })
 }
 
+/// Graph cost along `path` from its start to `to` (a node on it): a prefix of a least-cost
+/// path is a least-cost path.
+fn path_cost(graph: &NavGraph, path: &[u32], to: u32) -> f32 {
+    let mut cost = 0.0;
+    for step in path.windows(2) {
+        if step[0] == to {
+            break;
+        }
+        let edge = graph
+            .neighbours(step[0])
+            .iter()
+            .find(|(v, _)| *v == step[1]);
+        cost += edge.map_or(f32::INFINITY, |&(_, e)| graph.costs()[e as usize]);
+    }
+    cost
+}
+
 /// The node nearest to `q` (the graph is not empty).
 fn nearest(graph: &NavGraph, q: Vec3) -> u32 {
     graph.nearest(q).unwrap_or(0)
-}
-
-/// Graph costs from `from` (infinite beyond `cap` or where unreachable) and each settled node's
-/// predecessor; stops once `to` is settled.
-fn dijkstra(graph: &NavGraph, from: u32, to: Option<u32>, cap: f32) -> (Vec<f32>, Vec<u32>) {
-    let mut dist = vec![f32::INFINITY; graph.len()];
-    let mut parent = vec![u32::MAX; graph.len()];
-    let mut heap = BinaryHeap::new();
-    dist[from as usize] = 0.0;
-    heap.push((Reverse(0u32), from));
-    let costs = graph.costs();
-    while let Some((Reverse(bits), u)) = heap.pop() {
-        // Non-negative floats order like their bits.
-        let d = f32::from_bits(bits);
-        if d > dist[u as usize] {
-            continue;
-        }
-        if Some(u) == to {
-            break;
-        }
-        for &(v, e) in graph.neighbours(u) {
-            let nd = d + costs[e as usize];
-            if nd <= cap && nd < dist[v as usize] {
-                dist[v as usize] = nd;
-                parent[v as usize] = u;
-                heap.push((Reverse(nd.to_bits()), v));
-            }
-        }
-    }
-    (dist, parent)
 }
