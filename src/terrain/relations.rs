@@ -314,6 +314,7 @@ impl Relations {
                 self.params.horizon * self.params.speed,
             );
             all.extend(reached.iter().map(|&(v, c)| (v, c / self.params.speed)));
+            check_horizon(all.len(), self.params.horizon)?;
             offsets.push(all.len() as u64);
         }
         self.h_offsets = offsets;
@@ -340,6 +341,7 @@ impl Relations {
                 }
                 _ => all.extend_from_slice(self.within_horizon(w)),
             }
+            check_horizon(all.len(), self.params.horizon)?;
             offsets.push(all.len() as u64);
         }
         self.h_offsets = offsets;
@@ -468,6 +470,21 @@ impl Relations {
             + self.horizon.len() as u64 * 8
             + (self.offsets.len() + self.h_offsets.len()) as u64 * 8
     }
+}
+
+/// Most entries the time-horizon lists may hold together (8 bytes each: 256 MiB).
+pub const MAX_HORIZON_ENTRIES: usize = 1 << 25;
+
+fn check_horizon(entries: usize, horizon: f32) -> Result<()> {
+    crate::limits::check_size(
+        "the time-horizon lists",
+        entries as u64,
+        MAX_HORIZON_ENTRIES as u64,
+        &format!(
+            "shorten the horizon ({horizon} s; the paper uses one to three seconds) or use fewer \
+             waypoints"
+        ),
+    )
 }
 
 /// Whether every triangle of `scene` that blocks sight also blocks fire and the other way
