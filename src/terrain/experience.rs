@@ -203,6 +203,9 @@ impl Experience {
     }
 
     /// The sniping activity recorded at `(w, d)` for `who`.
+    ///
+    /// # Panics
+    /// If `w` is not a waypoint index (like slice indexing); recording checks its index.
     #[must_use]
     pub fn activity(&self, w: u32, d: Direction, who: Actor) -> Activity {
         self.sniping[w as usize][d.index()][who.index()]

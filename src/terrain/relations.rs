@@ -403,6 +403,9 @@ impl Relations {
     }
 
     /// Whether `a` and `b` see each other (eye to eye).
+    ///
+    /// # Panics
+    /// If `a` or `b` is not a waypoint index (like slice indexing).
     #[must_use]
     pub fn sight(&self, a: u32, b: u32) -> bool {
         self.sight.visible(a, b)

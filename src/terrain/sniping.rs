@@ -343,6 +343,9 @@ impl Sniping {
     }
 
     /// The qualities and score of waypoint `w` in direction `d`.
+    ///
+    /// # Panics
+    /// If `w` is not a waypoint index (like slice indexing).
     #[must_use]
     pub fn row(&self, w: u32, d: Direction) -> SnipingRow {
         let p = &self.params;
