@@ -161,6 +161,38 @@ impl Engine {
         }
     }
 
+    /// [`Engine::occluded`] for several batches, each with its own mask: on the GPU all of
+    /// them are encoded into one submission, on the CPU traced in turn. Empty batches trace
+    /// nothing.
+    pub fn occluded_many(
+        &self,
+        scene: &Scene,
+        batches: &[(&[Segment], Mask)],
+    ) -> Result<Vec<Occlusion>> {
+        match &self.gpu {
+            None => batches
+                .iter()
+                .map(|&(s, m)| self.occluded(scene, s, m))
+                .collect(),
+            Some(gpu) => {
+                let passes = batches
+                    .iter()
+                    .filter(|b| !b.0.is_empty())
+                    .map(|&(s, m)| gpu.prepare_occluded(scene, s, m))
+                    .collect::<Result<Vec<_>>>()?;
+                gpu.run_all(&passes)?;
+                let mut read = passes.iter();
+                batches
+                    .iter()
+                    .map(|b| match b.0.is_empty() {
+                        true => Ok(Occlusion::new(0)),
+                        false => read.next().expect("one pass per batch").read_occlusion(gpu),
+                    })
+                    .collect()
+            }
+        }
+    }
+
     /// The closest hit per ray (`None` where nothing matching `mask` is hit before `t_max`).
     pub fn closest_hit(&self, scene: &Scene, rays: &[Ray], mask: Mask) -> Result<Vec<Option<Hit>>> {
         Ok(self

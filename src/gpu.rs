@@ -418,9 +418,16 @@ impl GpuTracer {
 
     /// Encodes, submits and waits for `pass`.
     pub(crate) fn run(&self, pass: &TracePass) -> Result<()> {
+        self.run_all(std::slice::from_ref(pass))
+    }
+
+    /// Encodes every pass into one encoder and submits it once.
+    pub(crate) fn run_all(&self, passes: &[TracePass]) -> Result<()> {
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut encoder = self.device.create_command_encoder(&Default::default());
-        pass.encode(self, &mut encoder);
+        for pass in passes {
+            pass.encode(self, &mut encoder);
+        }
         self.queue.submit([encoder.finish()]);
         if let Some(e) = pollster::block_on(scope.pop()) {
             self.check_lost()?;

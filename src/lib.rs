@@ -21,6 +21,7 @@ pub mod ground;
 pub mod intervis;
 pub mod limits;
 pub mod nav;
+pub mod ring;
 mod receipt;
 pub mod scene;
 pub mod tables;

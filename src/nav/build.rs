@@ -1,7 +1,8 @@
 //! Building a nav graph: grid nodes on every floor, walk tests between neighbours, and the
 //! passage search for openings narrower than the grid.
 
-use super::fine::{Fine, FineParams};
+use super::fine::Fine;
+use super::WalkSurface;
 use super::walk::{walk, Stroll, Walk, WalkParams};
 use super::{CostParams, Edge, NavGraph, NavParams, MAX_EDGES, MAX_NODES};
 use crate::scene::Scene;
@@ -83,28 +84,25 @@ pub fn generate(
     params: &NavParams,
     costs: &CostParams,
 ) -> Result<(NavGraph, NavReport)> {
+    let t = std::time::Instant::now();
+    let surface = WalkSurface::build(engine, scene, params)?;
+    let (graph, mut report) = generate_on(engine, scene, &surface, params, costs)?;
+    report.seconds = t.elapsed().as_secs_f64();
+    Ok((graph, report))
+}
+
+/// [`generate`] on a walk surface already built for `scene` with the same `params` (steps 2
+/// to 4), so a caller that also walks the surface ([`crate::ring`]) builds it once.
+pub fn generate_on(
+    engine: &Engine,
+    scene: &Scene,
+    surface: &WalkSurface,
+    params: &NavParams,
+    costs: &CostParams,
+) -> Result<(NavGraph, NavReport)> {
     params.validate()?;
     let t = std::time::Instant::now();
-    let fine = Fine::build(
-        engine,
-        scene,
-        &FineParams {
-            spacing: params.sample.spacing,
-            per: params.fine as usize,
-            max_slope: params.sample.max_slope,
-            max_layers: params.sample.max_layers,
-            step_height: params.step_height,
-            agent: params.sample.agent,
-        },
-    )?;
-    if fine.len() == 0 {
-        return Err(Error::InvalidInput(format!(
-            "the scene has no walkable place where the agent fits ({} walkable surfaces, {} \
-             without room): check that its materials are walkable (MaterialRules), that the \
-             mesh is Y-up (--z-up converts a Z-up file) and in metres",
-            fine.floors, fine.no_room
-        )));
-    }
+    let fine = surface.fine();
     let mut report = NavReport {
         grid: (fine.width / fine.per, fine.height / fine.per),
         floors: fine.floors,

@@ -19,10 +19,12 @@
 mod build;
 mod file;
 mod fine;
+mod surface;
 mod walk;
 
-pub use build::{connect, generate, NavReport};
+pub use build::{connect, generate, generate_on, NavReport};
 pub use file::{parse_graph_csv, parse_graph_json, read_graph};
+pub use surface::{Walk, WalkSurface};
 
 pub use crate::tables::{Edge, EdgeKinds};
 

@@ -329,7 +329,7 @@ pub fn occluded(tiers: &[&Tier], segments: &[Segment], mask: u32) -> Occlusion {
 
 /// Batches smaller than this are traced on the calling thread: waking the thread pool costs
 /// more than it saves (searches that trace a wave at a time make many such calls).
-const SERIAL_BELOW: usize = 4096;
+const SERIAL_BELOW: usize = 1024;
 
 /// Kernel `closest_hit`: the nearest blocking triangle per ray over all tiers.
 #[must_use]

@@ -1,0 +1,206 @@
+//! The walk surface: the fine grid of walkable places a nav graph is built from, kept so
+//! callers can find ground and walk straight lines on it without tracing a ray (the role a
+//! navigation mesh's raycast plays in a game engine).
+
+use super::fine::{Fine, FineParams};
+use super::NavParams;
+use crate::scene::Scene;
+use crate::{Engine, Error, Result};
+use glam::{IVec2, Vec2, Vec3, Vec3Swizzles};
+
+/// Every place a crouching body fits, on a grid `spacing / fine` apart (0.25 m by default),
+/// and the links between neighbouring places (see [`super::generate`]).
+pub struct WalkSurface {
+    fine: Fine,
+    /// Per place, the linked place in the next column along +x, -x, +z and -z (the one
+    /// nearest in height), or `u32::MAX`: a straight walk reads one entry per column.
+    axis: Vec<[u32; 4]>,
+}
+
+const AXES: [IVec2; 4] = [
+    IVec2::new(1, 0),
+    IVec2::new(-1, 0),
+    IVec2::new(0, 1),
+    IVec2::new(0, -1),
+];
+
+/// How far a straight walk on the surface got ([`WalkSurface::walk`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Walk {
+    /// The last place reached.
+    pub end: u32,
+    /// Grid columns stepped, and the columns between the start and the goal.
+    pub steps: u32,
+    pub total: u32,
+}
+
+impl Walk {
+    /// Whether the walk reached the goal's column.
+    #[must_use]
+    pub fn arrived(&self) -> bool {
+        self.steps == self.total
+    }
+
+    /// The share of the way walked, in `[0, 1]`.
+    #[must_use]
+    pub fn fraction(&self) -> f32 {
+        if self.total == 0 {
+            1.0
+        } else {
+            self.steps as f32 / self.total as f32
+        }
+    }
+}
+
+impl WalkSurface {
+    /// Finds every walkable place of `scene` for the agent of `params` and links neighbours
+    /// (traced through `engine`). An error when the scene has none.
+    pub fn build(engine: &Engine, scene: &Scene, params: &NavParams) -> Result<WalkSurface> {
+        params.validate()?;
+        let fine = Fine::build(
+            engine,
+            scene,
+            &FineParams {
+                spacing: params.sample.spacing,
+                per: params.fine as usize,
+                max_slope: params.sample.max_slope,
+                max_layers: params.sample.max_layers,
+                step_height: params.step_height,
+                agent: params.sample.agent,
+            },
+        )?;
+        if fine.len() == 0 {
+            return Err(Error::InvalidInput(format!(
+                "the scene has no walkable place where the agent fits ({} walkable surfaces, {} \
+                 without room): check that its materials are walkable (MaterialRules), that the \
+                 mesh is Y-up (--z-up converts a Z-up file) and in metres",
+                fine.floors, fine.no_room
+            )));
+        }
+        let axis = (0..fine.len() as u32)
+            .map(|i| {
+                let (c, y) = (fine.column_of(i), fine.pos[i as usize].y);
+                AXES.map(|d| {
+                    fine.links(i)
+                        .iter()
+                        .copied()
+                        .filter(|&q| fine.column_of(q) == c + d)
+                        .min_by(|&a, &b| {
+                            let (ya, yb) = (fine.pos[a as usize].y, fine.pos[b as usize].y);
+                            (ya - y).abs().total_cmp(&(yb - y).abs()).then(a.cmp(&b))
+                        })
+                        .unwrap_or(u32::MAX)
+                })
+            })
+            .collect();
+        Ok(WalkSurface { fine, axis })
+    }
+
+    pub(super) fn fine(&self) -> &Fine {
+        &self.fine
+    }
+
+    /// Distance between neighbouring places (metres).
+    #[must_use]
+    pub fn step(&self) -> f32 {
+        self.fine.step
+    }
+
+    /// Number of places.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.fine.len()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.fine.len() == 0
+    }
+
+    /// Ground position of place `i` (the centre of its grid column).
+    ///
+    /// # Panics
+    /// When `i` is not below [`WalkSurface::len`], like a slice index.
+    #[must_use]
+    pub fn position(&self, i: u32) -> Vec3 {
+        self.fine.pos[i as usize]
+    }
+
+    /// Rays traced building the surface.
+    #[must_use]
+    pub fn rays(&self) -> u64 {
+        self.fine.rays
+    }
+
+    fn column(&self, p: Vec2) -> IVec2 {
+        ((p - self.fine.origin) / self.fine.step).floor().as_ivec2()
+    }
+
+    /// The place nearest `p` horizontally within `radius` metres whose height is within
+    /// `max_dy` of `p.y` (ties to the nearer height, then the lower index); `None` if there is
+    /// none or `p` is not finite.
+    #[must_use]
+    pub fn locate(&self, p: Vec3, radius: f32, max_dy: f32) -> Option<u32> {
+        if !p.is_finite() || !(radius >= 0.0) || !(max_dy >= 0.0) {
+            return None;
+        }
+        let c = self.column(p.xz());
+        let reach = (radius / self.fine.step).ceil().min(4096.0) as i32;
+        let mut best: Option<(f32, f32, u32)> = None;
+        for dz in -reach..=reach {
+            for dx in -reach..=reach {
+                for i in self.fine.points_in(c + IVec2::new(dx, dz)) {
+                    let q = self.fine.pos[i as usize];
+                    let (d, dy) = (q.xz().distance_squared(p.xz()), (q.y - p.y).abs());
+                    if d > radius * radius || dy > max_dy {
+                        continue;
+                    }
+                    if best.is_none_or(|(bd, bdy, _)| (d, dy) < (bd, bdy)) {
+                        best = Some((d, dy, i));
+                    }
+                }
+            }
+        }
+        best.map(|b| b.2)
+    }
+
+    /// Walks straight from place `from` towards the column holding `to`, one grid column at a
+    /// time (x or z, whichever boundary the line meets first), along links only; where a
+    /// column offers more than one linked place, the one nearest in height. Stops where no
+    /// link leads on.
+    #[must_use]
+    pub fn walk(&self, from: u32, to: Vec2) -> Walk {
+        let start = self.fine.column_of(from);
+        let d = self.column(to) - start;
+        let (sx, sz) = (d.x.signum(), d.y.signum());
+        let (nx, nz) = (d.x.abs(), d.y.abs());
+        let total = (nx + nz) as u32;
+        let (mut cur, mut c) = (from, start);
+        let (mut ix, mut iz) = (0, 0);
+        while ix < nx || iz < nz {
+            let tx = if ix < nx { (2 * ix + 1) * nz } else { i32::MAX };
+            let tz = if iz < nz { (2 * iz + 1) * nx } else { i32::MAX };
+            let (next, along_x, dir) = if tx <= tz {
+                (c + IVec2::new(sx, 0), true, if sx > 0 { 0 } else { 1 })
+            } else {
+                (c + IVec2::new(0, sz), false, if sz > 0 { 2 } else { 3 })
+            };
+            let q = self.axis[cur as usize][dir];
+            if q == u32::MAX {
+                break;
+            }
+            if along_x {
+                ix += 1;
+            } else {
+                iz += 1;
+            }
+            cur = q;
+            c = next;
+        }
+        Walk {
+            end: cur,
+            steps: (ix + iz) as u32,
+            total,
+        }
+    }
+}

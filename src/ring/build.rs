@@ -1,0 +1,395 @@
+//! Node generation, connection, clamping and pruning, as a sequence of small tasks (at most
+//! one walk each) so a build can stop after any task and go on later
+//! ([`super::Incremental`]).
+//!
+//! Tasks run ring by ring, inside out. For each node of a ring, its *spoke task* walks from
+//! the node inside it on the same spoke (the centre for the first ring) towards its spot:
+//! arriving places it there; stopping after more than `clamp` of the way places it where the
+//! walk stopped (clamped) and still connects it; otherwise it takes the ground at its spot (or
+//! within `snap`) unconnected. Then each *ring task* walks from a node to its next neighbour on
+//! the ring: arriving at it connects them; a neighbour with no connection yet is placed where
+//! the walk arrived, or clamped where it stopped, as a spoke would. Two nodes never share a
+//! place: the later one merges into the earlier (its connection goes to that node). Finally
+//! each annotation joins the node already on its place, or becomes a node, and walks to its
+//! six nearest nodes within reach.
+
+use super::{Design, Node, NodeKind, RingGraph, RingParams};
+use crate::nav::{Walk, WalkSurface};
+use crate::{Error, Result};
+use glam::{Vec2, Vec3, Vec3Swizzles};
+use rustc_hash::FxHashMap;
+
+/// Nearest nodes an annotation walks to.
+const ANNOTATION_LINKS: usize = 6;
+
+/// What a build did: every generated node is accounted for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BuildReport {
+    /// Generated nodes (rings x nodes per ring), and those outside every leashing zone.
+    pub generated: u32,
+    pub leashed_out: u32,
+    /// Nodes clamped by a failing connection, and of those placed (clamped included) nodes
+    /// whose place another node already held (merged into it).
+    pub clamped: u32,
+    pub merged: u32,
+    /// Nodes with no ground at or near their spot and no connection reaching them.
+    pub unplaced: u32,
+    /// Placed nodes left with no connection (dropped).
+    pub pruned: u32,
+    /// Annotations, and those that could not be connected (dropped).
+    pub annotations: u32,
+    pub annotations_unconnected: u32,
+    /// Walks on the surface.
+    pub walks: u64,
+}
+
+#[derive(Clone, Copy)]
+struct Slot {
+    place: Option<u32>,
+    kind: NodeKind,
+    degree: u32,
+    /// Height the ground search starts from: the nearest placed node inside on the spoke.
+    hint: f32,
+    /// Left out by the leash, or merged into the node on its place.
+    leashed: bool,
+    merged: bool,
+}
+
+pub(super) struct Builder {
+    params: RingParams,
+    at: Vec2,
+    design: Design,
+    /// Places of the annotations, found up front.
+    annotation_places: Vec<u32>,
+    slots: Vec<Slot>,
+    edges: Vec<[u32; 2]>,
+    taken: FxHashMap<u32, u32>,
+    task: usize,
+    /// The current annotation's node and the nodes it walks to.
+    annotation_node: u32,
+    candidates: Vec<u32>,
+    report: super::BuildReport,
+}
+
+impl Builder {
+    pub fn new(
+        surface: &WalkSurface,
+        at: Vec3,
+        params: &RingParams,
+        design: &Design,
+    ) -> Result<Builder> {
+        params.validate()?;
+        design.validate()?;
+        if !at.is_finite() || at.abs().max_element() > crate::limits::MAX_COORDINATE {
+            return Err(Error::InvalidInput(format!(
+                "the point of interest {at} is not a finite point in metres"
+            )));
+        }
+        let reach = params.snap.max(2.0);
+        let Some(centre) = surface.locate(at, reach, params.max_rise) else {
+            return Err(Error::InvalidInput(format!(
+                "no walkable ground within {reach} m of the point of interest ({:.2}, {:.2}, \
+                 {:.2}) and {} m of its height: put it on walkable ground (its height is a \
+                 hint)",
+                at.x, at.y, at.z, params.max_rise
+            )));
+        };
+        let mut annotation_places = Vec::with_capacity(design.annotations.len());
+        for (i, a) in design.annotations.iter().enumerate() {
+            let Some(p) = surface.locate(a.position, reach, params.max_rise) else {
+                return Err(Error::InvalidInput(format!(
+                    "annotation {i} ({}) at ({:.2}, {:.2}, {:.2}) has no walkable ground within \
+                     {reach} m: move it onto walkable ground",
+                    a.label, a.position.x, a.position.y, a.position.z
+                )));
+            };
+            annotation_places.push(p);
+        }
+        let generated = params.rings * params.per_ring;
+        let cy = surface.position(centre).y;
+        let mut slots = vec![
+            Slot {
+                place: None,
+                kind: NodeKind::Ring,
+                degree: 0,
+                hint: cy,
+                leashed: false,
+                merged: false,
+            };
+            1 + generated as usize
+        ];
+        slots[0].place = Some(centre);
+        slots[0].kind = NodeKind::Centre;
+        let mut taken = FxHashMap::default();
+        taken.insert(centre, 0);
+        Ok(Builder {
+            params: *params,
+            at: at.xz(),
+            design: design.clone(),
+            annotation_places,
+            slots,
+            edges: Vec::with_capacity(2 * generated as usize + 64),
+            taken,
+            task: 0,
+            annotation_node: 0,
+            candidates: Vec::new(),
+            report: super::BuildReport {
+                generated,
+                annotations: design.annotations.len() as u32,
+                ..Default::default()
+            },
+        })
+    }
+
+    fn ring_tasks(&self) -> usize {
+        (2 * self.params.rings * self.params.per_ring) as usize
+    }
+
+    fn tasks(&self) -> usize {
+        self.ring_tasks() + self.design.annotations.len() * (1 + ANNOTATION_LINKS)
+    }
+
+    /// Whether every task has run.
+    pub fn done(&self) -> bool {
+        self.task >= self.tasks()
+    }
+
+    /// Runs tasks until they are done or `budget` walks are spent; returns the walks made.
+    pub fn step(&mut self, surface: &WalkSurface, budget: u64) -> Result<u64> {
+        let before = self.report.walks;
+        while !self.done() && self.report.walks - before < budget {
+            self.run_task(surface);
+            self.task += 1;
+        }
+        Ok(self.report.walks - before)
+    }
+
+    fn slot(&self, ring: u32, k: u32) -> u32 {
+        if ring == 0 {
+            0
+        } else {
+            1 + (ring - 1) * self.params.per_ring + k % self.params.per_ring
+        }
+    }
+
+    fn spot(&self, ring: u32, k: u32) -> Vec2 {
+        let r = self.params.radius * ring as f32 / self.params.rings as f32;
+        let a = std::f32::consts::TAU * k as f32 / self.params.per_ring as f32;
+        self.at + r * Vec2::new(a.cos(), a.sin())
+    }
+
+    fn pos(&self, surface: &WalkSurface, s: u32) -> Option<Vec3> {
+        self.slots[s as usize].place.map(|p| surface.position(p))
+    }
+
+    fn walk(&mut self, surface: &WalkSurface, from: u32, to: Vec2) -> Walk {
+        self.report.walks += 1;
+        surface.walk(from, to)
+    }
+
+    fn connect(&mut self, a: u32, b: u32) {
+        if a != b {
+            self.edges.push([a.min(b), a.max(b)]);
+            self.slots[a as usize].degree += 1;
+            self.slots[b as usize].degree += 1;
+        }
+    }
+
+    /// Puts slot `s` on `place` (leaving any place it held), connecting it to `from`; merges
+    /// it into the node already there.
+    fn place(&mut self, s: u32, place: u32, kind: NodeKind, from: Option<u32>) {
+        if let Some(old) = self.slots[s as usize].place.take() {
+            self.taken.remove(&old);
+        }
+        match self.taken.get(&place) {
+            Some(&m) => {
+                self.slots[s as usize].merged = true;
+                if let Some(f) = from {
+                    self.connect(f, m);
+                }
+            }
+            None => {
+                self.taken.insert(place, s);
+                let slot = &mut self.slots[s as usize];
+                slot.place = Some(place);
+                slot.merged = false;
+                slot.kind = kind;
+                if kind == NodeKind::Clamped {
+                    self.report.clamped += 1;
+                }
+                if let Some(f) = from {
+                    self.connect(f, s);
+                }
+            }
+        }
+    }
+
+    fn run_task(&mut self, surface: &WalkSurface) {
+        let n = self.params.per_ring;
+        if self.task < self.ring_tasks() {
+            let ring = (self.task / (2 * n as usize)) as u32 + 1;
+            let rem = (self.task % (2 * n as usize)) as u32;
+            if rem < n {
+                self.spoke(surface, ring, rem);
+            } else {
+                self.around(surface, ring, rem - n);
+            }
+        } else {
+            let u = self.task - self.ring_tasks();
+            let (i, j) = (u / (1 + ANNOTATION_LINKS), u % (1 + ANNOTATION_LINKS));
+            if j == 0 {
+                self.annotation(surface, i);
+            } else if let Some(&c) = self.candidates.get(j - 1) {
+                let a = self.annotation_node;
+                let (Some(pa), Some(pc)) = (self.slots[a as usize].place, self.pos(surface, c))
+                else {
+                    return;
+                };
+                let w = self.walk(surface, pa, pc.xz());
+                if w.arrived() && Some(w.end) == self.slots[c as usize].place {
+                    self.connect(a, c);
+                }
+            }
+        }
+    }
+
+    fn spoke(&mut self, surface: &WalkSurface, ring: u32, k: u32) {
+        let (s, inner) = (self.slot(ring, k), self.slot(ring - 1, k));
+        let spot = self.spot(ring, k);
+        let hint = self
+            .pos(surface, inner)
+            .map_or(self.slots[inner as usize].hint, |p| p.y);
+        self.slots[s as usize].hint = hint;
+        if !self.design.allows(spot) {
+            self.report.leashed_out += 1;
+            self.slots[s as usize].leashed = true;
+            return;
+        }
+        if let Some(from) = self.slots[inner as usize].place {
+            let w = self.walk(surface, from, spot);
+            if w.arrived() {
+                return self.place(s, w.end, NodeKind::Ring, Some(inner));
+            }
+            if w.steps > 0 && w.fraction() >= self.params.clamp {
+                return self.place(s, w.end, NodeKind::Clamped, Some(inner));
+            }
+        }
+        let p = Vec3::new(spot.x, hint, spot.y);
+        if let Some(place) = surface.locate(p, self.params.snap, self.params.max_rise) {
+            self.place(s, place, NodeKind::Ring, None);
+        }
+    }
+
+    fn around(&mut self, surface: &WalkSurface, ring: u32, k: u32) {
+        let (a, b) = (self.slot(ring, k), self.slot(ring, k + 1));
+        let Some(from) = self.slots[a as usize].place else {
+            return;
+        };
+        let spot = self.spot(ring, k + 1);
+        if !self.design.allows(spot) {
+            return;
+        }
+        let target = self.pos(surface, b).map_or(spot, |p| p.xz());
+        let w = self.walk(surface, from, target);
+        let b_place = self.slots[b as usize].place;
+        if w.arrived() && Some(w.end) == b_place {
+            self.connect(a, b);
+        } else if self.slots[b as usize].degree == 0
+            && w.steps > 0
+            && (w.arrived() || w.fraction() >= self.params.clamp)
+        {
+            let kind = if w.arrived() {
+                NodeKind::Ring
+            } else {
+                NodeKind::Clamped
+            };
+            self.place(b, w.end, kind, Some(a));
+        }
+    }
+
+    fn annotation(&mut self, surface: &WalkSurface, i: usize) {
+        let place = self.annotation_places[i];
+        let kind = NodeKind::Annotation(i as u32);
+        let node = match self.taken.get(&place) {
+            Some(&m) => {
+                self.slots[m as usize].kind = kind;
+                m
+            }
+            None => {
+                let s = self.slots.len() as u32;
+                self.slots.push(Slot {
+                    place: Some(place),
+                    kind,
+                    degree: 0,
+                    hint: 0.0,
+                    leashed: false,
+                    merged: false,
+                });
+                self.taken.insert(place, s);
+                s
+            }
+        };
+        self.annotation_node = node;
+        // Reach: one and a half ring gaps or spacings along the ring at its distance.
+        let p = surface.position(place);
+        let arc = std::f32::consts::TAU * p.xz().distance(self.at) / self.params.per_ring as f32;
+        let reach = 1.5 * self.params.ring_gap().max(arc);
+        let mut near: Vec<(f32, u32)> = (0..self.slots.len() as u32)
+            .filter(|&s| s != node)
+            .filter_map(|s| Some((self.pos(surface, s)?.distance(p), s)))
+            .filter(|&(d, _)| d <= reach)
+            .collect();
+        near.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+        self.candidates = near.iter().take(ANNOTATION_LINKS).map(|x| x.1).collect();
+    }
+
+    /// The graph: placed nodes with at least one connection (and the centre), renumbered in
+    /// slot order.
+    pub fn finish(mut self, surface: &WalkSurface) -> RingGraph {
+        let mut index = vec![u32::MAX; self.slots.len()];
+        let mut nodes = Vec::new();
+        let generated = 1 + self.report.generated as usize;
+        for (s, slot) in self.slots.iter().enumerate() {
+            let Some(place) = slot.place else {
+                continue;
+            };
+            if slot.degree == 0 && s != 0 {
+                if let NodeKind::Annotation(_) = slot.kind {
+                    self.report.annotations_unconnected += 1;
+                } else {
+                    self.report.pruned += 1;
+                }
+                continue;
+            }
+            index[s] = nodes.len() as u32;
+            let (ring, slot_k) = if s == 0 || s >= generated {
+                (0, 0)
+            } else {
+                let g = s as u32 - 1;
+                (1 + g / self.params.per_ring, g % self.params.per_ring)
+            };
+            nodes.push(Node {
+                position: surface.position(place),
+                place,
+                ring,
+                slot: slot_k,
+                kind: slot.kind,
+            });
+        }
+        for slot in &self.slots[1..generated] {
+            if slot.place.is_none() && !slot.leashed {
+                if slot.merged {
+                    self.report.merged += 1;
+                } else {
+                    self.report.unplaced += 1;
+                }
+            }
+        }
+        let edges = self
+            .edges
+            .iter()
+            .map(|e| [index[e[0] as usize], index[e[1] as usize]])
+            .collect();
+        RingGraph::from_parts(nodes, edges, self.report)
+    }
+}
