@@ -126,6 +126,15 @@ impl WalkSurface {
         self.fine.pos[i as usize]
     }
 
+    /// Places linked to place `i` (a step to a neighbouring column).
+    ///
+    /// # Panics
+    /// When `i` is not below [`WalkSurface::len`], like a slice index.
+    #[must_use]
+    pub fn links(&self, i: u32) -> &[u32] {
+        self.fine.links(i)
+    }
+
     /// Rays traced building the surface.
     #[must_use]
     pub fn rays(&self) -> u64 {

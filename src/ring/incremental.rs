@@ -60,7 +60,11 @@ impl Incremental {
         budget: u64,
     ) -> Result<bool> {
         if budget == 0 {
-            return Err(Error::param("budget", 0, "at least one walk or ray per tick"));
+            return Err(Error::param(
+                "budget",
+                0,
+                "at least one walk or ray per tick",
+            ));
         }
         if self.result.is_some() {
             return Ok(true);

@@ -90,7 +90,11 @@ impl RingParams {
     /// Checks every size before anything is allocated.
     pub fn validate(&self) -> Result<()> {
         if !(1..=MAX_RINGS).contains(&self.rings) {
-            return Err(Error::param("rings", self.rings, format!("1..={MAX_RINGS} (default 32)")));
+            return Err(Error::param(
+                "rings",
+                self.rings,
+                format!("1..={MAX_RINGS} (default 32)"),
+            ));
         }
         if !(3..=MAX_PER_RING).contains(&self.per_ring) {
             return Err(Error::param(
@@ -116,13 +120,25 @@ impl RingParams {
             ));
         }
         if !(0.0..=1.0).contains(&self.clamp) {
-            return Err(Error::param("clamp", self.clamp, "a share in [0, 1] (default 0.5)"));
+            return Err(Error::param(
+                "clamp",
+                self.clamp,
+                "a share in [0, 1] (default 0.5)",
+            ));
         }
         if !(0.0..=10.0).contains(&self.snap) {
-            return Err(Error::param("snap", self.snap, "metres in [0, 10] (default 0.5)"));
+            return Err(Error::param(
+                "snap",
+                self.snap,
+                "metres in [0, 10] (default 0.5)",
+            ));
         }
         if !(self.max_rise > 0.0 && self.max_rise <= 100.0) {
-            return Err(Error::param("max rise", self.max_rise, "metres in (0, 100] (default 3)"));
+            return Err(Error::param(
+                "max rise",
+                self.max_rise,
+                "metres in (0, 100] (default 3)",
+            ));
         }
         Ok(())
     }
@@ -144,7 +160,10 @@ pub struct Annotation {
 /// A leashing or preferred zone on the ground plane (x, z).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Zone {
-    Circle { centre: Vec2, radius: f32 },
+    Circle {
+        centre: Vec2,
+        radius: f32,
+    },
     /// Corners in order (either winding); at least three.
     Polygon(Vec<Vec2>),
 }
@@ -293,7 +312,11 @@ impl RingGraph {
         edges.dedup();
         let lengths = edges
             .iter()
-            .map(|e| nodes[e[0] as usize].position.distance(nodes[e[1] as usize].position))
+            .map(|e| {
+                nodes[e[0] as usize]
+                    .position
+                    .distance(nodes[e[1] as usize].position)
+            })
             .collect();
         let mut offsets = vec![0u32; nodes.len() + 1];
         for e in &edges {

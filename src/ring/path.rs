@@ -102,7 +102,11 @@ impl RingGraph {
             )));
         }
         if !(cost.weight >= 0.0 && cost.weight.is_finite()) {
-            return Err(Error::param("score weight", cost.weight, "metres, at least 0"));
+            return Err(Error::param(
+                "score weight",
+                cost.weight,
+                "metres, at least 0",
+            ));
         }
         let goal = self.nodes()[to as usize].position;
         Ok(astar(
@@ -130,7 +134,9 @@ impl RingGraph {
         goal: u32,
     ) -> Result<Option<Route>> {
         if !agent.is_finite() {
-            return Err(Error::InvalidInput("the agent's position is NaN or infinite".into()));
+            return Err(Error::InvalidInput(
+                "the agent's position is NaN or infinite".into(),
+            ));
         }
         let d = |i: usize| self.nodes()[i].position.distance_squared(agent);
         let Some(entry) = (0..self.len())
@@ -145,7 +151,10 @@ impl RingGraph {
         let mut nav_in = Vec::new();
         let mut nav_out = None;
         if let Some(nav) = nav.filter(|n| !n.is_empty()) {
-            let (a, b) = (nav.nearest(agent), nav.nearest(self.nodes()[entry].position));
+            let (a, b) = (
+                nav.nearest(agent),
+                nav.nearest(self.nodes()[entry].position),
+            );
             if let (Some(a), Some(b)) = (a, b) {
                 if let Some((p, _)) = astar(
                     nav.len(),

@@ -67,9 +67,9 @@ impl Shooter {
         let ok = self.eye.is_finite()
             && self.range >= 0.0
             && !self.range.is_nan()
-            && self
-                .aim
-                .is_none_or(|(a, h)| a.is_finite() && a != self.eye && (0.0..=3.1416).contains(&h));
+            && self.aim.is_none_or(|(a, h)| {
+                a.is_finite() && a != self.eye && (0.0..=std::f32::consts::PI).contains(&h)
+            });
         if ok {
             Ok(())
         } else {
@@ -247,7 +247,10 @@ pub enum Score {
     /// Product of its parts.
     Product(Vec<Score>),
     /// `then` where `keep` is at least 0.5, else 0 (the node is filtered out).
-    Filter { keep: Box<Score>, then: Box<Score> },
+    Filter {
+        keep: Box<Score>,
+        then: Box<Score>,
+    },
 }
 
 impl Score {
@@ -288,19 +291,34 @@ impl Score {
         }
     }
 
-    /// Taking cover: in cover from every threat (a filter), then out of friends' fields of
-    /// fire, near to walk to (25 m falls to 0) and, weighted less, near the centre.
+    /// Taking cover: in cover from every threat and reachable from the centre (a filter),
+    /// then out of friends' fields of fire, near to walk to (25 m falls to 0) and, weighted
+    /// less, near the centre.
     #[must_use]
     pub fn take_cover() -> Score {
-        Score::is(Criterion::InCover).filter(Score::Weighted(vec![
+        let reachable = Score::of(Criterion::MoveDistance, Curve::Step { at: f32::INFINITY }).not();
+        let keep = Score::is(Criterion::InCover).and(reachable);
+        keep.filter(Score::Weighted(vec![
             (2.0, Score::is(Criterion::FriendlyFire).not()),
             (
                 3.0,
-                Score::of(Criterion::MoveDistance, Curve::Linear { from: 25.0, to: 0.0 }),
+                Score::of(
+                    Criterion::MoveDistance,
+                    Curve::Linear {
+                        from: 25.0,
+                        to: 0.0,
+                    },
+                ),
             ),
             (
                 1.0,
-                Score::of(Criterion::MoveDistance, Curve::Linear { from: 50.0, to: 0.0 }),
+                Score::of(
+                    Criterion::MoveDistance,
+                    Curve::Linear {
+                        from: 50.0,
+                        to: 0.0,
+                    },
+                ),
             ),
         ]))
     }
@@ -348,10 +366,14 @@ impl Score {
                     }
                 }
                 Score::Constant(v) if !(0.0..=1.0).contains(v) => {
-                    return Err(Error::InvalidInput(format!("score constant {v} is not in [0, 1]")))
+                    return Err(Error::InvalidInput(format!(
+                        "score constant {v} is not in [0, 1]"
+                    )))
                 }
                 Score::And(v) | Score::Or(v) | Score::Product(v) if v.is_empty() => {
-                    return Err(Error::InvalidInput("an and, or or product with no parts".into()))
+                    return Err(Error::InvalidInput(
+                        "an and, or or product with no parts".into(),
+                    ))
                 }
                 Score::Weighted(v)
                     if v.iter().any(|(w, _)| !(*w >= 0.0 && w.is_finite()))
@@ -579,7 +601,11 @@ impl Plan {
                     .collect(),
                 Criterion::InZone => nodes
                     .iter()
-                    .map(|p| f32::from(u8::from(s.zones.iter().any(|z| z.contains(p.position.xz())))))
+                    .map(|p| {
+                        f32::from(u8::from(
+                            s.zones.iter().any(|z| z.contains(p.position.xz())),
+                        ))
+                    })
                     .collect(),
                 Criterion::Annotated => nodes
                     .iter()
