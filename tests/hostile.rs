@@ -172,6 +172,88 @@ fn every_numeric_option_survives_values_no_one_should_pass() {
 }
 
 #[test]
+fn ringgraph_refuses_every_bad_number() {
+    // Every value here is out of range for its option (a zero clamp is allowed, so it is not
+    // swept; nor is a tiny radius); each must be refused with an error, whatever stage sees it.
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "--rings",
+            &["0", "-1", "NaN", "inf", "1e30", "4000000000", "257"],
+        ),
+        (
+            "--per-ring",
+            &["0", "-1", "NaN", "inf", "1e30", "4000000000", "2"],
+        ),
+        (
+            "--radius",
+            &["0", "-1", "NaN", "inf", "-inf", "1e30", "4000000000"],
+        ),
+        ("--clamp", &["-1", "NaN", "inf", "1e30", "1.5"]),
+        (
+            "--at",
+            &[
+                "NaN,0,0",
+                "inf,0,0",
+                "0,-inf,0",
+                "1e30,0,0",
+                "-4000000000,0,0",
+                "0,0",
+                "5000,0,5000",
+            ],
+        ),
+        (
+            "--threat",
+            &[
+                "NaN,1.6,0",
+                "inf,1.6,0",
+                "0,1.6,-inf",
+                "1e30,1.6,0",
+                "-4000000000,1.6,0",
+                "1,2",
+            ],
+        ),
+    ];
+    let base = ["ringgraph", "--scene", "village", "--backend", "cpu"];
+    let mut failures = Vec::new();
+    for (opt, values) in cases {
+        for value in *values {
+            let mut args = strings(&base);
+            if *opt != "--at" {
+                args.push("--at=-19,0.05,12".into());
+            }
+            if *opt != "--threat" {
+                args.push("--threat=10,1.6,-20".into());
+            }
+            args.push(format!("{opt}={value}"));
+            if let Some(f) = judge(&args, &run(&args), true) {
+                failures.push(f);
+            }
+        }
+    }
+    // Too many nodes in all, each count allowed on its own.
+    let mut args = strings(&base);
+    args.extend(strings(&[
+        "--at=-19,0.05,12",
+        "--threat=10,1.6,-20",
+        "--rings=256",
+        "--per-ring=1024",
+    ]));
+    if let Some(f) = judge(&args, &run(&args), true) {
+        failures.push(f);
+    }
+    // No threat: nothing to take cover from.
+    let mut args = strings(&base);
+    args.push("--at=-19,0.05,12".into());
+    let r = run(&args);
+    if let Some(f) = judge(&args, &r, true) {
+        failures.push(f);
+    } else if !r.text.contains("at least one --threat") {
+        failures.push(format!("no --threat: unclear message: {}", r.text));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
 fn broken_input_files_are_errors_naming_the_file() {
     let files: &[(&str, &str)] = &[
         ("empty.csv", ""),

@@ -337,6 +337,16 @@ enum Command {
         #[command(flatten)]
         args: terrain_cmd::Args,
     },
+    /// Where to take cover near a point: a ring node graph built around it on the walkable
+    /// ground, scored against the threats, and the route to the best node (Slant Six Games,
+    /// Situational Awareness: Terrain Reasoning for Tactical Shooter AI); a summary, JSON and a
+    /// picture.
+    Ringgraph {
+        #[command(flatten)]
+        scene: SceneArgs,
+        #[command(flatten)]
+        args: ring_cmd::Args,
+    },
     /// Summarise and verify a table file.
     Inspect {
         file: PathBuf,
@@ -778,6 +788,12 @@ fn run(cli: Cli) -> AnyResult<()> {
             let e = engine(scene.backend)?;
             terrain_cmd::run(&e, &s, nav.graph(&e, &s)?, &args)
         }
+        Command::Ringgraph { scene, args } => {
+            args.check()?;
+            let s = load_scene(&scene)?;
+            let e = engine(scene.backend)?;
+            ring_cmd::run(&e, &s, &args)
+        }
         Command::Inspect { file, view, png } => {
             tables_cmd::inspect(&file)?;
             if let (Some(v), Some(p)) = (view, png) {
@@ -830,6 +846,7 @@ mod cover_cmd;
 mod fireteam_cmd;
 mod nav_cmd;
 mod predict_cmd;
+mod ring_cmd;
 mod tables_cmd;
 mod terrain_cmd;
 mod tpm_cmd;
