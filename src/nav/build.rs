@@ -2,8 +2,8 @@
 //! passage search for openings narrower than the grid.
 
 use super::fine::Fine;
-use super::WalkSurface;
 use super::walk::{walk, Stroll, Walk, WalkParams};
+use super::WalkSurface;
 use super::{CostParams, Edge, NavGraph, NavParams, MAX_EDGES, MAX_NODES};
 use crate::scene::Scene;
 use crate::tables::EdgeKinds;
