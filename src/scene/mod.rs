@@ -87,7 +87,10 @@ struct Object {
 /// One tier's flattened world-space triangles in BVH leaf order, and the BVH over them.
 #[derive(Clone, Debug, Default)]
 pub struct Tier {
+    /// The binary tree both backends share (the GPU walks it).
     pub nodes: Vec<BvhNode>,
+    /// The same tree collapsed to four children per node (the CPU walks it).
+    pub wide: Vec<crate::bvh::WideNode>,
     pub triangles: Vec<GpuTriangle>,
 }
 
@@ -417,6 +420,7 @@ impl Scene {
             tri.set_vertices(a, b, c);
         }
         crate::bvh::refit(&mut tier.nodes, &tier.triangles);
+        tier.wide = crate::bvh::collapse(&tier.nodes);
     }
 }
 

@@ -1,16 +1,20 @@
-//! CPU twins of `shaders/occluded.wgsl` and `shaders/closest_hit.wgsl`: the same BVH walk and
-//! the same watertight ray/triangle test (Woop, Benthin, Wald 2013), line for line, run in
-//! parallel with rayon. They are the reference in tests and the fallback without an adapter.
+//! CPU twins of `shaders/occluded.wgsl` and `shaders/closest_hit.wgsl`: the same watertight
+//! ray/triangle test (Woop, Benthin, Wald 2013), line for line, and the same leaves, walked
+//! through the four-wide collapse of the tree ([`crate::bvh::WideNode`]) with SSE slab tests and
+//! run in parallel with rayon. Every answer equals the GPU's bit for bit: occlusion is exact,
+//! closest hits break ties by triangle id. They are the reference in tests and the fallback
+//! without an adapter.
 
 use super::{HitRecord, Occlusion, Ray, Segment, NO_HIT};
-use crate::bvh::{BvhNode, GpuTriangle, EMPTY_CHILD};
+use crate::bvh::{GpuTriangle, WideNode};
 use crate::scene::Tier;
-use glam::{Vec3, Vec3A, Vec4, Vec4Swizzles};
+use glam::{Vec3, Vec3A, Vec4};
 use rayon::prelude::*;
 
 /// Traversal stack entries: the builder bounds the depth at 64 (SAH to depth 32, then median
-/// splits), and a walk holds at most one pending sibling per level plus two.
-pub const STACK_SIZE: usize = 66;
+/// splits), collapsing never deepens it, and a walk holds at most three pending siblings per
+/// level plus one.
+pub const STACK_SIZE: usize = 3 * 64 + 4;
 
 /// Pads the far slab distance so a box test never culls a hit the triangle test accepts
 /// (Ize 2013, "Robust BVH Ray Traversal": 1 + 2 gamma(3)).
@@ -28,6 +32,8 @@ pub struct RayPrep {
     dir: Vec3A,
     inv: Vec3A,
     rows: [Vec3A; 3],
+    /// Per axis, the row of [`WideNode::bounds`] holding the plane the ray enters first.
+    near: [usize; 3],
 }
 
 impl RayPrep {
@@ -68,6 +74,7 @@ impl RayPrep {
             dir,
             inv: Vec3A::ONE / safe,
             rows: rows.map(Vec3A::from_array),
+            near: [0, 1, 2].map(|a| 2 * a + usize::from(safe[a] < 0.0)),
         }
     }
 }
@@ -104,37 +111,54 @@ pub fn intersect(r: &RayPrep, tri: &GpuTriangle, t_max: f32) -> Option<f32> {
     Some(ts / ds)
 }
 
-/// Slab test of both children of `node` at once (x, y, z lanes hold `[lo0, lo1, hi0, hi1]`):
-/// a two-bit mask of the children the ray meets before `t_max`, and their entry distances.
+/// Slab test of a wide node's four children: a bit mask of the children the ray meets before
+/// `t_max`, and their entry distances. Taking the near plane by the ray's direction gives the
+/// same distances as the binary node's min/max test, and never enters an unused slot.
 #[must_use]
 #[inline]
-pub fn children_entry(r: &RayPrep, node: &BvhNode, t_max: f32) -> (u32, [f32; 2]) {
-    let tx = (Vec4::from(node.x) - Vec4::splat(r.org.x)) * r.inv.x;
-    let ty = (Vec4::from(node.y) - Vec4::splat(r.org.y)) * r.inv.y;
-    let tz = (Vec4::from(node.z) - Vec4::splat(r.org.z)) * r.inv.z;
-    // Lanes 0 and 1 end up holding child 0 and child 1.
-    let (sx, sy, sz) = (tx.zwxy(), ty.zwxy(), tz.zwxy());
-    let near = tx.min(sx).max(ty.min(sy)).max(tz.min(sz).max(Vec4::ZERO));
-    let far = tx
-        .max(sx)
-        .min(ty.max(sy))
-        .min(tz.max(sz).min(Vec4::splat(t_max)))
-        * BOX_PAD;
-    let mut mask = near.cmple(far).bitmask() & 0b11;
-    for i in 0..2 {
-        if node.child[i] == EMPTY_CHILD {
-            mask &= !(1 << i);
-        }
-    }
-    (mask, [near.x, near.y])
+pub fn children_entry(r: &RayPrep, node: &WideNode, t_max: f32) -> (u32, Vec4) {
+    let b = &node.bounds;
+    let t = |axis: usize, row: usize| {
+        let o = r.org.to_array()[axis];
+        let inv = r.inv.to_array()[axis];
+        (Vec4::from(b[row]) - Vec4::splat(o)) * Vec4::splat(inv)
+    };
+    let [nx, ny, nz] = [0, 1, 2].map(|a| t(a, r.near[a]));
+    let [fx, fy, fz] = [0, 1, 2].map(|a| t(a, r.near[a] ^ 1));
+    let near = nx.max(ny).max(nz.max(Vec4::ZERO));
+    let far = fx.min(fy).min(fz.min(Vec4::splat(t_max))) * BOX_PAD;
+    (near.cmple(far).bitmask(), near)
 }
 
-/// Walks the tree; `leaf` is called for each leaf met (nearer child first) with the current
+/// Pushes the children in `mask` onto `stack` at `sp`, nearest last so it is popped first.
+#[inline(always)]
+fn push_sorted(
+    stack: &mut [(u32, u32, f32)],
+    sp: &mut usize,
+    node: &WideNode,
+    mask: u32,
+    near: Vec4,
+) {
+    let near = near.to_array();
+    let base = *sp;
+    for i in 0..4 {
+        if mask >> i & 1 == 0 {
+            continue;
+        }
+        let e = (node.child[i], node.count[i], near[i]);
+        // Insertion: entries below `base` are untouched; farther entries sink.
+        let mut k = *sp;
+        while k > base && stack[k - 1].2 < e.2 {
+            stack[k] = stack[k - 1];
+            k -= 1;
+        }
+        stack[k] = e;
+        *sp += 1;
+    }
+}
+
+/// Walks the tree; `leaf` is called for each leaf met (nearer children first) with the current
 /// limit and returns the new limit, or `None` to stop the walk.
-///
-/// Random rays make every data-dependent branch a coin toss, so the hit children of a node are
-/// pushed without branching (far first, the stack pointer advanced by the hit bit) and the only
-/// branch per stack entry is "leaf or node".
 #[inline(always)]
 fn walk(
     tier: &Tier,
@@ -142,7 +166,7 @@ fn walk(
     t_max: f32,
     mut leaf: impl FnMut(&[GpuTriangle], f32) -> Option<f32>,
 ) {
-    let nodes = &tier.nodes;
+    let nodes = &tier.wide;
     if nodes.is_empty() {
         return;
     }
@@ -166,12 +190,7 @@ fn walk(
         }
         let n = &nodes[child as usize];
         let (mask, d) = children_entry(r, n, limit);
-        let c = usize::from(d[1] < d[0]);
-        let f = 1 - c;
-        stack[sp] = (n.child[f], n.count[f], d[f]);
-        sp += (mask >> f & 1) as usize;
-        stack[sp] = (n.child[c], n.count[c], d[c]);
-        sp += (mask >> c & 1) as usize;
+        push_sorted(&mut stack, &mut sp, n, mask, d);
     }
 }
 
@@ -187,10 +206,10 @@ pub fn any_hit_stream(
     stacks: &mut Stacks,
     words: &mut [u32],
 ) {
-    if tier.nodes.is_empty() {
+    if tier.wide.is_empty() {
         return;
     }
-    let (nodes, triangles) = (&tier.nodes, &tier.triangles);
+    let (nodes, triangles) = (&tier.wide, &tier.triangles);
     let mut lane_ray = [usize::MAX; LANES];
     let mut sps = [0usize; LANES];
     let mut next = 0;
@@ -235,12 +254,11 @@ pub fn any_hit_stream(
             }
             let n = &nodes[child as usize];
             let (m, d) = children_entry(r, n, t_max);
-            let c = usize::from(d[1] < d[0]);
-            let f = 1 - c;
-            stack[*sp] = (n.child[f], n.count[f], d[f]);
-            *sp += (m >> f & 1) as usize;
-            stack[*sp] = (n.child[c], n.count[c], d[c]);
-            *sp += (m >> c & 1) as usize;
+            let d = d.to_array();
+            for i in 0..4 {
+                stack[*sp] = (n.child[i], n.count[i], d[i]);
+                *sp += (m >> i & 1) as usize;
+            }
         }
         if busy == 0 && next == rays.len() {
             return;
@@ -331,21 +349,104 @@ pub fn occluded(tiers: &[&Tier], segments: &[Segment], mask: u32) -> Occlusion {
 /// more than it saves (searches that trace a wave at a time make many such calls).
 const SERIAL_BELOW: usize = 1024;
 
+/// [`closest`] for many rays, [`LANES`] at a time, stepped in turn like [`any_hit_stream`]:
+/// improves `best[i]` with the closest blocking triangle of `tier` with `0 < t < t_max[i]`.
+pub fn closest_stream(
+    tier: &Tier,
+    rays: &[RayPrep],
+    t_max: &[f32],
+    mask: u32,
+    stacks: &mut Stacks,
+    best: &mut [HitRecord],
+) {
+    if tier.wide.is_empty() {
+        return;
+    }
+    let (nodes, triangles) = (&tier.wide, &tier.triangles);
+    let mut lane_ray = [usize::MAX; LANES];
+    let mut sps = [0usize; LANES];
+    let mut next = 0;
+    let mut busy = 0;
+    loop {
+        for j in 0..LANES {
+            if sps[j] == 0 {
+                if lane_ray[j] != usize::MAX {
+                    lane_ray[j] = usize::MAX;
+                    busy -= 1;
+                }
+                if next == rays.len() {
+                    continue;
+                }
+                lane_ray[j] = next;
+                stacks[j][0] = (0, 0, 0.0);
+                sps[j] = 1;
+                busy += 1;
+                next += 1;
+            }
+            let (i, stack, sp) = (lane_ray[j], &mut stacks[j], &mut sps[j]);
+            let (r, hit) = (&rays[i], &mut best[i]);
+            let limit = hit.t.min(t_max[i]);
+            *sp -= 1;
+            let (child, count, near) = stack[*sp];
+            if near > limit {
+                continue;
+            }
+            if count > 0 {
+                for tri in &triangles[child as usize..][..count as usize] {
+                    if tri.flags & mask == 0 {
+                        continue;
+                    }
+                    if let Some(t) = intersect(r, tri, t_max[i]) {
+                        if t < hit.t || (t == hit.t && tri.id < hit.triangle) {
+                            *hit = hit_record(r, tri, t);
+                        }
+                    }
+                }
+                continue;
+            }
+            let n = &nodes[child as usize];
+            let (m, d) = children_entry(r, n, limit);
+            push_sorted(stack, sp, n, m, d);
+        }
+        if busy == 0 && next == rays.len() {
+            return;
+        }
+    }
+}
+
 /// Kernel `closest_hit`: the nearest blocking triangle per ray over all tiers.
 #[must_use]
 pub fn closest_hit(tiers: &[&Tier], rays: &[Ray], mask: u32) -> Vec<HitRecord> {
-    let one = |ray: &Ray| {
-        let r = RayPrep::new(ray.origin(), ray.dir());
-        let mut best = HitRecord::MISS;
+    const CHUNK: usize = 256;
+    let mut out = vec![HitRecord::MISS; rays.len()];
+    let init = || {
+        (
+            Box::new([[(0, 0, 0.0); STACK_SIZE]; LANES]),
+            Vec::with_capacity(CHUNK),
+            Vec::with_capacity(CHUNK),
+        )
+    };
+    let task = |(stacks, preps, t_max): &mut (Box<Stacks>, Vec<RayPrep>, Vec<f32>),
+                (best, chunk): (&mut [HitRecord], &[Ray])| {
+        preps.clear();
+        preps.extend(chunk.iter().map(|r| RayPrep::new(r.origin(), r.dir())));
+        t_max.clear();
+        t_max.extend(chunk.iter().map(|r| r.t_max));
         for t in tiers {
-            closest(t, &r, ray.t_max, mask, &mut best);
+            closest_stream(t, preps, t_max, mask, stacks, best);
         }
-        best
     };
     if rays.len() <= SERIAL_BELOW {
-        return rays.iter().map(one).collect();
+        let mut state = init();
+        for pair in out.chunks_mut(CHUNK).zip(rays.chunks(CHUNK)) {
+            task(&mut state, pair);
+        }
+    } else {
+        out.par_chunks_mut(CHUNK)
+            .zip(rays.par_chunks(CHUNK))
+            .for_each_init(init, task);
     }
-    rays.par_iter().with_min_len(64).map(one).collect()
+    out
 }
 
 /// Brute force over every triangle: the reference the BVH walks are tested against.

@@ -5,6 +5,10 @@
 //! both, and on the CPU one SSE lane pair does it. Leaf children name a run of triangles stored
 //! in leaf order. Node 0 holds the root's children; parents come before their children.
 
+mod wide;
+
+pub use wide::{collapse, WideNode};
+
 use bytemuck::{Pod, Zeroable};
 use glam::Vec3;
 
@@ -245,6 +249,7 @@ impl Bvh {
     pub fn into_tier(self, triangles: Vec<GpuTriangle>) -> crate::scene::Tier {
         let tris = self.order.iter().map(|&i| triangles[i as usize]).collect();
         crate::scene::Tier {
+            wide: collapse(&self.nodes),
             nodes: self.nodes,
             triangles: tris,
         }
@@ -469,6 +474,67 @@ mod tests {
             }
         }
         assert!(seen.iter().all(|&s| s == 1));
+    }
+
+    #[test]
+    fn the_wide_tree_holds_the_same_leaves_with_four_children_where_it_can() {
+        let tris = random_tris(20_000, 5);
+        let tier = Bvh::build(&tris).into_tier(tris.clone());
+        let binary_leaves: usize = tier
+            .nodes
+            .iter()
+            .flat_map(|n| n.count)
+            .filter(|&c| c > 0)
+            .count();
+        let mut leaves = Vec::new();
+        let mut stack = vec![(0usize, Vec3::splat(-1e9), Vec3::splat(1e9))];
+        let mut full = 0;
+        while let Some((n, pmin, pmax)) = stack.pop() {
+            let node = &tier.wide[n];
+            let valid = node.valid();
+            full += usize::from(valid == 0b1111);
+            assert_eq!(
+                valid.count_ones(),
+                valid.trailing_ones(),
+                "slots fill from the front"
+            );
+            for i in 0..4 {
+                if valid >> i & 1 == 0 {
+                    assert!(
+                        node.bounds[0][i] > node.bounds[1][i],
+                        "an unused slot is inverted"
+                    );
+                    continue;
+                }
+                let b = |row: usize| node.bounds[row][i];
+                let (min, max) = (Vec3::new(b(0), b(2), b(4)), Vec3::new(b(1), b(3), b(5)));
+                assert!(min.cmpge(pmin).all() && max.cmple(pmax).all());
+                if node.count[i] > 0 {
+                    leaves.push((node.child[i], node.count[i]));
+                    for t in &tier.triangles[node.child[i] as usize..][..node.count[i] as usize] {
+                        let (tmin, tmax) = t.bounds();
+                        assert!(tmin.cmpge(min).all() && tmax.cmple(max).all());
+                    }
+                } else {
+                    assert!(node.child[i] as usize > n, "children follow their parent");
+                    stack.push((node.child[i] as usize, min, max));
+                }
+            }
+        }
+        // Every binary leaf, once; nodes whose children are leaves cannot fill up, so at
+        // least the third of the nodes that are full.
+        leaves.sort_unstable();
+        assert_eq!(leaves.len(), binary_leaves);
+        let covered: u32 = leaves.iter().map(|l| l.1).sum();
+        assert_eq!(covered as usize, tris.len());
+        assert!(leaves.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0));
+        assert!(
+            full * 3 >= tier.wide.len(),
+            "{full} of {} full",
+            tier.wide.len()
+        );
+        let n = tier.wide.len();
+        assert!(n * 3 < tier.nodes.len() * 2, "{n} wide nodes");
     }
 
     #[test]
