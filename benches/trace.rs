@@ -1,34 +1,45 @@
-//! Occlusion rays per second, side by side in one run: our CPU backend, our GPU backend (one
-//! shared headless device; on a machine without a GPU that is lavapipe, a CPU Vulkan driver) and
-//! parry3d as the peer, casting the same seeded segments at a `TriMesh` of the same
-//! sight-blocking triangles. Also times the BVH build of a 1M-triangle `urban`.
+//! Rays per second, side by side in one run on the same scenes and queries: our CPU backend, our
+//! GPU backend (one shared headless device; on a machine without a GPU that is lavapipe, a CPU
+//! Vulkan driver), parry3d and, with the `embree` feature, Embree 3 (`rtcOccluded1`,
+//! `rtcOccluded16`, `rtcIntersect1`). Queries: random short and long segments, coherent fans
+//! (an eye tracing a 64 x 64 grid of ground points, as a sensor grid does) and random rays for
+//! closest hits, on the real `dungeon.obj`, `village` and a 1M-triangle `urban`. Also times the
+//! BVH build of that `urban`.
 //!
 //! ```text
-//! WGPU_BACKEND=vulkan cargo bench --bench trace              # full run
-//! cargo test --release --benches                             # each function once (smoke test)
+//! .ci/install-embree && WGPU_BACKEND=vulkan cargo bench --bench trace --features embree
+//! WGPU_BACKEND=vulkan cargo bench --bench trace        # without the Embree peer
+//! cargo test --release --benches                       # each function once (smoke test)
 //! ```
+//!
+//! Before each group, outside timing, every occlusion bit must equal Embree's (both calls) and
+//! parry3d must agree on at least 99.9 %; closest hits must agree with Embree on hit or miss and
+//! distance. Setup (scene sizes, bytes per triangle, agreement) goes to stderr.
 //!
 //! Environment: `SIGHTLINE_DATA` is the folder holding `dungeon.obj` (default `../shared/data`
 //! next to the crate); `SIGHTLINE_REQUIRE_GPU=1` panics instead of skipping the `gpu` functions
-//! when no adapter exists. Setup (scene sizes, build times, the adapter, parry agreement) goes
-//! to stderr. For scale, the seed's baseline is 50,000 traces per second (van der Sterren, "CPU Load").
+//! when no adapter exists. For scale, the seed's baseline is 50,000 traces per second (van der
+//! Sterren, "CPU Load").
 
 #[path = "common/mod.rs"]
 mod common;
+#[cfg(feature = "embree")]
+#[path = "common/embree.rs"]
+mod embree;
 
 use common::{dungeon, gpu_engine, ms};
 use criterion::{BatchSize, Criterion, Throughput};
+use glam::Vec3;
 use parry3d::query::{Ray as ParryRay, RayCast};
 use parry3d::shape::TriMesh;
 use rayon::prelude::*;
 use sightline::scene::procedural;
-use sightline::trace::{Segment, SplitMix64};
+use sightline::trace::{Ray, Segment, SplitMix64};
 use sightline::{Engine, Mask, MaterialFlags, Scene};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-/// Segments per engine call (cpu, gpu) and per parallel parry3d loop. One gpu call takes well
-/// under a second even for long segments across the 1M-triangle scene on lavapipe.
+/// Queries per engine call (cpu, gpu) and per parallel peer loop.
 const BATCH: usize = 100_000;
 
 /// Least share of segments on which parry3d must agree with our CPU backend.
@@ -40,6 +51,9 @@ enum Kind {
     Short,
     /// Both ends uniform in the scene bounds.
     Long,
+    /// Eyes 1.6 m above random ground, each to a 64 x 64 grid of points 0.5 m above the ground
+    /// over 40 m x 40 m around it, row by row: consecutive segments share their start.
+    Fan,
 }
 
 impl Kind {
@@ -47,6 +61,7 @@ impl Kind {
         match self {
             Kind::Short => "short",
             Kind::Long => "long",
+            Kind::Fan => "fan",
         }
     }
 }
@@ -54,15 +69,72 @@ impl Kind {
 fn segments(scene: &Scene, kind: Kind, n: usize, seed: u64) -> Vec<Segment> {
     let (lo, hi) = scene.bounds().expect("non-empty scene");
     let mut rng = SplitMix64(seed);
+    if kind == Kind::Fan {
+        return fans(scene, n, &mut rng);
+    }
     (0..n)
         .map(|_| {
             let a = rng.in_box(lo, hi);
             let b = match kind {
                 Kind::Short => a + rng.unit_vector() * rng.range(1.0, 30.0),
-                Kind::Long => rng.in_box(lo, hi),
+                _ => rng.in_box(lo, hi),
             };
             Segment::new(a, b)
         })
+        .collect()
+}
+
+/// Ground under each `(x, z)` (the highest sight-blocking surface), `None` where there is none.
+fn ground(scene: &Scene, xz: &[(f32, f32)]) -> Vec<Option<Vec3>> {
+    let (_, hi) = scene.bounds().expect("non-empty scene");
+    let top = hi.y + 1.0;
+    let rays: Vec<Ray> = xz
+        .iter()
+        .map(|&(x, z)| Ray::new(Vec3::new(x, top, z), Vec3::NEG_Y, f32::INFINITY))
+        .collect();
+    let hits = Engine::cpu()
+        .closest_hit(scene, &rays, Mask::SIGHT)
+        .unwrap();
+    xz.iter()
+        .zip(hits)
+        .map(|(&(x, z), h)| h.map(|h| Vec3::new(x, top - h.t, z)))
+        .collect()
+}
+
+fn fans(scene: &Scene, n: usize, rng: &mut SplitMix64) -> Vec<Segment> {
+    let (lo, hi) = scene.bounds().expect("non-empty scene");
+    let mut out = Vec::with_capacity(n + 4096);
+    while out.len() < n {
+        let p = rng.in_box(lo, hi);
+        let Some(g) = ground(scene, &[(p.x, p.z)])[0] else {
+            continue;
+        };
+        let eye = g + Vec3::Y * 1.6;
+        let grid: Vec<(f32, f32)> = (0..64 * 64)
+            .map(|k| {
+                let step = |i: usize| -20.0 + i as f32 * 40.0 / 63.0;
+                let x = (p.x + step(k % 64)).clamp(lo.x, hi.x);
+                let z = (p.z + step(k / 64)).clamp(lo.z, hi.z);
+                (x, z)
+            })
+            .collect();
+        out.extend(
+            ground(scene, &grid)
+                .into_iter()
+                .flatten()
+                .map(|t| Segment::new(eye, t + Vec3::Y * 0.5)),
+        );
+    }
+    out.truncate(n);
+    out
+}
+
+/// Random rays for closest hits: origins uniform in the bounds, unit directions, unbounded.
+fn rays(scene: &Scene, n: usize, seed: u64) -> Vec<Ray> {
+    let (lo, hi) = scene.bounds().expect("non-empty scene");
+    let mut rng = SplitMix64(seed);
+    (0..n)
+        .map(|_| Ray::new(rng.in_box(lo, hi), rng.unit_vector(), f32::INFINITY))
         .collect()
 }
 
@@ -91,61 +163,135 @@ fn parry_occluded(mesh: &TriMesh, segs: &[Segment]) -> Vec<bool> {
         .collect()
 }
 
+fn parry_closest(mesh: &TriMesh, rays: &[Ray]) -> Vec<Option<f32>> {
+    rays.par_iter()
+        .map(|r| mesh.cast_local_ray(&ParryRay::new(r.origin(), r.dir()), r.t_max, true))
+        .collect()
+}
+
 struct Case {
     name: &'static str,
     scene: Scene,
     parry: TriMesh,
+    #[cfg(feature = "embree")]
+    embree: embree::EmbreeScene,
 }
 
 fn prepare(name: &'static str, scene: Scene) -> Case {
     let t = Instant::now();
     let tiers = scene.tiers();
     let bvh = t.elapsed();
-    let nodes: usize = tiers.iter().map(|t| t.nodes.len()).sum();
+    let tris = scene.triangle_count();
+    let ours: usize = tiers
+        .iter()
+        .map(|t| {
+            std::mem::size_of_val(&t.nodes[..])
+                + std::mem::size_of_val(&t.wide[..])
+                + std::mem::size_of_val(&t.triangles[..])
+        })
+        .sum();
+    let gpu: usize = tiers
+        .iter()
+        .map(|t| std::mem::size_of_val(&t.nodes[..]) + std::mem::size_of_val(&t.triangles[..]))
+        .sum();
     let t = Instant::now();
     let parry = parry_mesh(&scene);
     let parry_build = t.elapsed();
     eprintln!(
-        "{name}: {} triangles ({} block sight); our BVH build {:.1} ms ({nodes} nodes); \
+        "{name}: {tris} triangles ({} block sight); our BVH build {:.1} ms; bytes per triangle: \
+         cpu {:.1} (binary + wide nodes + triangles), gpu {:.1} (binary nodes + triangles); \
          parry3d TriMesh build {:.1} ms",
-        scene.triangle_count(),
         parry.indices().len(),
         ms(bvh),
+        ours as f64 / tris as f64,
+        gpu as f64 / tris as f64,
         ms(parry_build),
     );
-    Case { name, scene, parry }
+    #[cfg(feature = "embree")]
+    let embree = {
+        let t = Instant::now();
+        let e = embree::EmbreeScene::new(&scene, true);
+        eprintln!(
+            "{name}: Embree scene build {:.1} ms, {:.1} bytes per triangle (its memory monitor)",
+            ms(t.elapsed()),
+            e.bytes as f64 / e.primitives() as f64
+        );
+        e
+    };
+    Case {
+        name,
+        scene,
+        parry,
+        #[cfg(feature = "embree")]
+        embree,
+    }
+}
+
+/// Outside timing: the peers must answer the same question as we do.
+fn check_occlusion(case: &Case, kind: Kind, segs: &[Segment], ours: &[bool]) {
+    let n = segs.len();
+    let theirs = parry_occluded(&case.parry, segs);
+    let differ = (0..n).filter(|&i| ours[i] != theirs[i]).count();
+    let agree = 1.0 - differ as f64 / n as f64;
+    eprintln!(
+        "{}/{}: {:.1}% blocked; parry3d agrees on {:.4}% ({differ} of {n} differ)",
+        case.name,
+        kind.name(),
+        100.0 * ours.iter().filter(|&&b| b).count() as f64 / n as f64,
+        100.0 * agree
+    );
+    assert!(agree >= MIN_AGREEMENT, "parry3d and sightline disagree");
+    #[cfg(feature = "embree")]
+    for (call, theirs) in [
+        ("rtcOccluded1", case.embree.occluded1(segs)),
+        (
+            "rtcOccluded16",
+            case.embree.occluded16(segs, kind == Kind::Fan),
+        ),
+    ] {
+        let differ: Vec<usize> = (0..n).filter(|&i| ours[i] != theirs[i]).collect();
+        eprintln!(
+            "{}/{}: Embree {call} agrees on every bit: {}",
+            case.name,
+            kind.name(),
+            differ.is_empty()
+        );
+        assert!(
+            differ.is_empty(),
+            "{}/{}: {} of {n} bits differ from Embree {call}; first: segment {} {:?} (ours {})",
+            case.name,
+            kind.name(),
+            differ.len(),
+            differ[0],
+            segs[differ[0]],
+            ours[differ[0]]
+        );
+    }
 }
 
 fn occlusion(c: &mut Criterion, cases: &[Case], gpu: Option<&Engine>) {
     let cpu = Engine::cpu();
     for case in cases {
-        for (k, kind) in [Kind::Short, Kind::Long].into_iter().enumerate() {
+        for (k, kind) in [Kind::Short, Kind::Long, Kind::Fan].into_iter().enumerate() {
             let segs = segments(&case.scene, kind, BATCH, 0x51_6874 + k as u64);
-            // Outside timing: parry3d must answer the same question as we do.
             let ours = cpu.occluded(&case.scene, &segs, Mask::SIGHT).unwrap();
-            let theirs = parry_occluded(&case.parry, &segs);
-            let differ = (0..BATCH).filter(|&i| ours.get(i) != theirs[i]).count();
-            let agree = 1.0 - differ as f64 / BATCH as f64;
-            eprintln!(
-                "{}/{}: {:.1}% blocked; parry3d agrees with the cpu backend on {:.4}% \
-                 ({differ} of {BATCH} differ)",
-                case.name,
-                kind.name(),
-                100.0 * ours.count_ones() as f64 / BATCH as f64,
-                100.0 * agree
-            );
-            assert!(
-                agree >= MIN_AGREEMENT,
-                "parry3d and sightline disagree on {}/{}",
-                case.name,
-                kind.name()
-            );
+            let bits: Vec<bool> = ours.iter().collect();
+            check_occlusion(case, kind, &segs, &bits);
 
             let mut g = c.benchmark_group(format!("occlusion/{}/{}", case.name, kind.name()));
-            g.throughput(Throughput::Elements(BATCH as u64));
+            g.throughput(Throughput::Elements(segs.len() as u64));
             g.bench_function("cpu", |b| {
                 b.iter(|| cpu.occluded(&case.scene, black_box(&segs), Mask::SIGHT))
             });
+            #[cfg(feature = "embree")]
+            {
+                g.bench_function("embree_occluded1", |b| {
+                    b.iter(|| case.embree.occluded1(black_box(&segs)))
+                });
+                g.bench_function("embree_occluded16", |b| {
+                    b.iter(|| case.embree.occluded16(black_box(&segs), kind == Kind::Fan))
+                });
+            }
             g.bench_function("parry3d", |b| {
                 b.iter(|| parry_occluded(&case.parry, black_box(&segs)))
             });
@@ -156,6 +302,74 @@ fn occlusion(c: &mut Criterion, cases: &[Case], gpu: Option<&Engine>) {
             }
             g.finish();
         }
+    }
+}
+
+/// Outside timing: hit or miss and distance must agree with the peers.
+fn check_closest(case: &Case, rays: &[Ray], ours: &[Option<sightline::Hit>]) {
+    let n = rays.len();
+    let same = |a: Option<f32>, b: Option<f32>| match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() <= 1e-4 * a.abs().max(1.0),
+        (None, None) => true,
+        _ => false,
+    };
+    let parry = parry_closest(&case.parry, rays);
+    let differ = (0..n)
+        .filter(|&i| !same(ours[i].map(|h| h.t), parry[i]))
+        .count();
+    eprintln!(
+        "{}/closest: {:.1}% hit; parry3d agrees on {:.4}%",
+        case.name,
+        100.0 * ours.iter().flatten().count() as f64 / n as f64,
+        100.0 * (1.0 - differ as f64 / n as f64)
+    );
+    assert!(differ as f64 <= (1.0 - MIN_AGREEMENT) * n as f64);
+    #[cfg(feature = "embree")]
+    {
+        let theirs = case.embree.intersect1(rays);
+        let differ = (0..n)
+            .filter(|&i| !same(ours[i].map(|h| h.t), theirs[i].map(|h| h.0)))
+            .count();
+        let other_triangle = (0..n)
+            .filter(|&i| matches!((ours[i], theirs[i]), (Some(a), Some(b)) if a.triangle != b.1))
+            .count();
+        eprintln!(
+            "{}/closest: Embree rtcIntersect1 agrees on hit and distance for {} of {n} rays \
+             ({other_triangle} name another triangle at the same distance)",
+            case.name,
+            n - differ
+        );
+        assert!(
+            differ as f64 <= 1e-4 * n as f64,
+            "{differ} closest hits differ"
+        );
+    }
+}
+
+fn closest(c: &mut Criterion, cases: &[Case], gpu: Option<&Engine>) {
+    let cpu = Engine::cpu();
+    for case in cases {
+        let rays = rays(&case.scene, BATCH, 0xC105E);
+        let ours = cpu.closest_hit(&case.scene, &rays, Mask::SIGHT).unwrap();
+        check_closest(case, &rays, &ours);
+        let mut g = c.benchmark_group(format!("closest/{}/random", case.name));
+        g.throughput(Throughput::Elements(rays.len() as u64));
+        g.bench_function("cpu", |b| {
+            b.iter(|| cpu.closest_hit_records(&case.scene, black_box(&rays), Mask::SIGHT))
+        });
+        #[cfg(feature = "embree")]
+        g.bench_function("embree_intersect1", |b| {
+            b.iter(|| case.embree.intersect1(black_box(&rays)))
+        });
+        g.bench_function("parry3d", |b| {
+            b.iter(|| parry_closest(&case.parry, black_box(&rays)))
+        });
+        if let Some(gpu) = gpu {
+            g.bench_function("gpu", |b| {
+                b.iter(|| gpu.closest_hit_records(&case.scene, black_box(&rays), Mask::SIGHT))
+            });
+        }
+        g.finish();
     }
 }
 
@@ -185,7 +399,7 @@ fn main() {
     let mut c = Criterion::default()
         .sample_size(10)
         .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(4))
+        .measurement_time(Duration::from_secs(3))
         .configure_from_args();
 
     let gpu = gpu_engine();
@@ -203,6 +417,7 @@ fn main() {
         prepare("urban1m", urban),
     ];
     occlusion(&mut c, &cases, gpu.as_ref());
+    closest(&mut c, &cases, gpu.as_ref());
     drop(cases);
     bvh_build(&mut c, &unbuilt);
     c.final_summary();
