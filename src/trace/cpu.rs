@@ -164,13 +164,12 @@ fn push_sorted(
     mask: u32,
     near: Vec4,
 ) {
-    let near = near.to_array();
     let base = *sp;
-    for i in 0..4 {
+    for (i, near) in near.to_array().into_iter().enumerate() {
         if mask >> i & 1 == 0 {
             continue;
         }
-        let e = (node.child[i], node.count[i], near[i]);
+        let e = (node.child[i], node.count[i], near);
         // Insertion: entries below `base` are untouched; farther entries sink.
         let mut k = *sp;
         while k > base && stack[k - 1].2 < e.2 {
@@ -279,9 +278,8 @@ pub fn any_hit_stream(
             }
             let n = &nodes[child as usize];
             let (m, d) = children_entry(r, n, t_max);
-            let d = d.to_array();
-            for i in 0..4 {
-                stack[*sp] = (n.child[i], n.count[i], d[i]);
+            for (i, d) in d.to_array().into_iter().enumerate() {
+                stack[*sp] = (n.child[i], n.count[i], d);
                 *sp += (m >> i & 1) as usize;
             }
             prefetch_top(&stack[..], *sp, nodes, triangles);
