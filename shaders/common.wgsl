@@ -207,7 +207,9 @@ fn walk(r: RayPrep, t_max: f32, mask: u32, any: bool, best_in: HitRecord) -> Hit
         for (var k = 0u; k < 2u; k++) {
             let i = select(first, 1u - first, k == 1u);
             let near_i = e.near[i];
-            if (e.mask & (1u << i)) == 0u || near_i > limit {
+            // Padded like the slab test's far side: a box entered at the limit by rounding
+            // can still hold a hit at the limit (a nearer one, or a tie with a lower id).
+            if (e.mask & (1u << i)) == 0u || near_i > limit * BOX_PAD {
                 continue;
             }
             let child = n.child[i];
@@ -246,7 +248,7 @@ fn walk(r: RayPrep, t_max: f32, mask: u32, any: bool, best_in: HitRecord) -> Hit
                 break;
             }
             sp--;
-            if stack_near[sp] <= limit {
+            if stack_near[sp] <= limit * BOX_PAD {
                 node = stack_node[sp];
                 found = true;
                 break;

@@ -135,6 +135,42 @@ fn random_triangle_scene(n: usize, seed: u64) -> Scene {
     Scene::from_mesh(mesh, mats).unwrap()
 }
 
+/// Two coincident floors: the same 24 m x 24 m plane at y = 0.37, tiled by two grids offset by
+/// half a cell, so overlapping triangles lie in different leaves. The hits on both are at (or
+/// within rounding of) one distance, where a walk that culls a box entered at the limit by
+/// rounding misses the nearer hit or the tie's lower id.
+fn coplanar_floors() -> Scene {
+    let mut mesh = Mesh::default();
+    for offset in [0.0, 0.5] {
+        for i in 0..24 {
+            for k in 0..24 {
+                let p = |dx: f32, dz: f32| {
+                    Vec3::new(
+                        i as f32 + dx + offset - 12.0,
+                        0.37,
+                        k as f32 + dz + offset - 12.0,
+                    )
+                };
+                mesh.push_triangle(p(0.0, 0.0), p(0.0, 1.0), p(1.0, 0.0), 0);
+                mesh.push_triangle(p(1.0, 0.0), p(0.0, 1.0), p(1.0, 1.0), 0);
+            }
+        }
+    }
+    Scene::from_mesh(mesh, solid()).unwrap()
+}
+
+/// Rays from up to 20 m above the floors to random points on them, unbounded.
+fn rays_onto_floors(n: usize, seed: u64) -> Vec<Ray> {
+    let mut rng = SplitMix64(seed);
+    (0..n)
+        .map(|_| {
+            let from = rng.in_box(Vec3::new(-14.0, 0.5, -14.0), Vec3::new(14.0, 20.0, 14.0));
+            let to = rng.in_box(Vec3::new(-12.0, 0.37, -12.0), Vec3::new(12.0, 0.37, 12.0));
+            Ray::new(from, to - from, f32::INFINITY)
+        })
+        .collect()
+}
+
 #[test]
 fn bvh_walks_agree_exactly_with_brute_force() {
     let engines: Vec<Engine> = std::iter::once(Engine::cpu())
@@ -143,9 +179,14 @@ fn bvh_walks_agree_exactly_with_brute_force() {
     for (scene, label) in [
         (random_triangle_scene(3_000, 1), "random"),
         (procedural::rock(3, 1), "rock"),
+        (coplanar_floors(), "coplanar floors"),
     ] {
         let tris = all_triangles(&scene);
-        let rays = random_rays(&scene, 20_000, 11);
+        let rays = if label == "coplanar floors" {
+            rays_onto_floors(20_000, 11)
+        } else {
+            random_rays(&scene, 20_000, 11)
+        };
         for mask in [Mask::SIGHT, Mask::FIRE] {
             let reference: Vec<HitRecord> = rays
                 .iter()
