@@ -53,7 +53,8 @@ struct Params {
     mask: u32,
     // 0: first scene chunk (start fresh), 1: improve on what earlier chunks wrote.
     accumulate: u32,
-    _pad: u32,
+    // Not read here: the host copies it behind the results as proof that the pass ran.
+    stamp: u32,
 }
 
 const NO_HIT: u32 = 0xffffffffu;
@@ -259,6 +260,57 @@ fn walk(r: RayPrep, t_max: f32, mask: u32, any: bool, best_in: HitRecord) -> Hit
         }
     }
     return best;
+}
+
+// The any-hit walk of the `occluded` kernel: `walk` with `any` set, visiting the same nodes in
+// the same order and giving the same answer. With `any` the limit stays at t_max until the walk
+// returns, so no pushed subtree is ever skipped on pop and the entry distances need not be
+// kept: the stack holds node indices only, half of `walk`'s stack traffic. (On lavapipe the
+// occlusion kernel ran 5-15% faster with it on village.)
+fn walk_any(r: RayPrep, t_max: f32, mask: u32) -> bool {
+    if arrayLength(&nodes) == 0u {
+        return false;
+    }
+    var stack: array<u32, STACK_SIZE>;
+    var sp = 0u;
+    var node = 0u;
+    loop {
+        let n = nodes[node];
+        let e = children_entry(r, n, t_max);
+        let first = select(0u, 1u, e.near.y < e.near.x);
+        var next = EMPTY_CHILD;
+        for (var k = 0u; k < 2u; k++) {
+            let i = select(first, 1u - first, k == 1u);
+            if (e.mask & (1u << i)) == 0u || e.near[i] > t_max {
+                continue;
+            }
+            let child = n.child[i];
+            let count = n.count[i];
+            if count > 0u {
+                for (var t = child; t < child + count; t++) {
+                    let tri = triangles[t];
+                    if (tri.flags & mask) != 0u && intersect(r, tri, t_max) > 0.0 {
+                        return true;
+                    }
+                }
+            } else if next == EMPTY_CHILD {
+                next = child;
+            } else if sp < STACK_SIZE {
+                stack[sp] = child;
+                sp++;
+            }
+        }
+        if next != EMPTY_CHILD {
+            node = next;
+            continue;
+        }
+        if sp == 0u {
+            return false;
+        }
+        sp--;
+        node = stack[sp];
+    }
+    return false;
 }
 
 fn miss() -> HitRecord {

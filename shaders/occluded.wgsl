@@ -1,5 +1,6 @@
 // Kernel `occluded`: one bit per segment, set when a blocking triangle lies strictly between
 // its ends. Dispatched once per scene chunk; a bit set by an earlier chunk is kept (atomicOr).
+// The walk is `walk_any`, `walk` with `any` set on a leaner stack.
 // CPU twin: `trace::cpu::occluded`. Prepended with common.wgsl.
 
 @group(0) @binding(3) var<storage, read> segments: array<Segment>;
@@ -18,7 +19,7 @@ fn occluded(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let s = segments[i];
     let r = ray_prep(s.start, s.end - s.start);
-    if walk(r, 1.0, params.mask, true, miss()).triangle != NO_HIT {
+    if walk_any(r, 1.0, params.mask) {
         atomicOr(&bits[word], bit);
     }
 }

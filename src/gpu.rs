@@ -4,14 +4,29 @@
 //! A scene tier larger than one storage binding is cut into chunks, each with its own BVH; a
 //! batch runs over every chunk, and the kernels merge chunk results (bits are OR-ed, closest hits
 //! keep the nearer record, ties to the lower triangle id), so splitting never changes an answer.
+//!
+//! Per-call buffers come from a workspace: each slice of a batch checks out a [`Slot`] (queries,
+//! output, readback and params buffers, plus bind groups for the scene chunks it last ran on),
+//! grows it if the slice does not fit, and gives it back when its [`TracePass`] is dropped. Two
+//! live passes never share a slot, so passes encoded into one command buffer stay independent;
+//! repeated calls of similar size create no buffer and no bind group.
 
 use crate::bvh::{Bvh, BvhNode, GpuTriangle};
 use crate::scene::{Mask, Scene, Tier};
 use crate::trace::{HitRecord, Occlusion, Ray, Segment, NO_HIT};
 use crate::{Error, Result};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 const WORKGROUP: u32 = 64;
+
+/// Bytes of one query (`Segment` or `Ray`) and of one closest-hit record.
+const QUERY_BYTES: usize = 32;
+const _: () = assert!(size_of::<Segment>() == QUERY_BYTES && size_of::<Ray>() == QUERY_BYTES);
+const _: () = assert!(size_of::<HitRecord>() == QUERY_BYTES);
+
+/// Idle slots the workspace keeps; more are freed when their passes are dropped.
+const MAX_IDLE_SLOTS: usize = 8;
 
 /// Uniform block of every kernel. Mirrors `struct Params` in `shaders/common.wgsl`.
 #[repr(C)]
@@ -20,9 +35,12 @@ pub struct Params {
     pub count: u32,
     pub mask: u32,
     pub accumulate: u32,
-    pub _pad: u32,
+    /// Not read by the kernels: a pass copies it behind its results as proof that its command
+    /// buffer ran (a reused readback would otherwise still hold an earlier call's answer).
+    pub stamp: u32,
 }
-const _: () = assert!(std::mem::size_of::<Params>() == 16);
+const _: () = assert!(size_of::<Params>() == 16);
+const _: () = assert!(std::mem::offset_of!(Params, stamp) == 12);
 
 /// WGSL source of a kernel: `common.wgsl` followed by the kernel's file.
 pub fn kernel_source(kernel: &str) -> String {
@@ -39,10 +57,74 @@ struct Chunk {
     triangles: wgpu::Buffer,
 }
 
+/// One tier's uploaded chunks. `id` is unique per upload for the tracer's lifetime, so a slot's
+/// bind groups can be matched to the chunks they bind.
+struct TierChunks {
+    id: u64,
+    chunks: Vec<Chunk>,
+}
+
 #[derive(Default)]
 struct SceneCache {
     uid: u64,
-    tiers: [Option<(u64, Arc<Vec<Chunk>>)>; 2],
+    tiers: [Option<(u64, Arc<TierChunks>)>; 2],
+}
+
+/// The reusable buffers of one slice of a batch.
+struct Slot {
+    /// `STORAGE | COPY_DST`: the queries, written with `Queue::write_buffer`.
+    queries: wgpu::Buffer,
+    /// `STORAGE | COPY_SRC | COPY_DST`: occlusion words or hit records.
+    output: wgpu::Buffer,
+    /// `MAP_READ | COPY_DST`: the output's bytes, then the stamp word.
+    readback: wgpu::Buffer,
+    /// `UNIFORM | COPY_SRC | COPY_DST`: two `Params` blocks, for the first scene chunk at 0 and
+    /// for later chunks at `params_stride`.
+    params: wgpu::Buffer,
+    /// Ids of the chunk sets `bind_groups` bind (one bind group per chunk, in order).
+    bound: Vec<u64>,
+    bind_groups: Vec<wgpu::BindGroup>,
+    /// Set while the readback may be mapped; such a slot is freed, not reused.
+    mapped: AtomicBool,
+}
+
+impl Slot {
+    fn bytes(&self) -> u64 {
+        self.queries.size() + self.output.size() + self.readback.size() + self.params.size()
+    }
+}
+
+/// Counters of a tracer's workspace (see [`GpuTracer::workspace_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkspaceStats {
+    /// Buffers the workspace created since the tracer was made (queries, output, readback and
+    /// params; not the scene's).
+    pub buffers_created: u64,
+    /// Bind groups created since the tracer was made.
+    pub bind_groups_created: u64,
+    /// Slots waiting for the next pass.
+    pub idle_slots: usize,
+    /// Bytes of GPU memory the idle slots hold.
+    pub idle_bytes: u64,
+}
+
+#[derive(Default)]
+struct Workspace {
+    idle: Mutex<Vec<Slot>>,
+    buffers_created: AtomicU64,
+    bind_groups_created: AtomicU64,
+}
+
+impl Workspace {
+    fn give_back(&self, slots: impl IntoIterator<Item = Slot>) {
+        let mut idle = self.idle.lock().unwrap();
+        for slot in slots {
+            if !slot.mapped.load(Ordering::Relaxed) && idle.len() < MAX_IDLE_SLOTS {
+                idle.push(slot);
+            }
+        }
+    }
 }
 
 /// Compiled kernels on a (possibly borrowed) device, plus the uploaded scene.
@@ -54,8 +136,12 @@ pub struct GpuTracer {
     closest_hit: wgpu::ComputePipeline,
     max_binding: u64,
     max_queries: usize,
+    params_stride: u64,
     lost: Arc<Mutex<Option<String>>>,
     cache: Mutex<SceneCache>,
+    next_upload: AtomicU64,
+    next_stamp: AtomicU32,
+    workspace: Arc<Workspace>,
     /// Pipelines other modules build once per device (see [`GpuTracer::cached`]).
     kits: Mutex<Vec<Arc<dyn std::any::Any + Send + Sync>>>,
 }
@@ -68,22 +154,44 @@ enum Kind {
 struct Slice {
     start: usize,
     count: usize,
-    output: wgpu::Buffer,
-    readback: wgpu::Buffer,
+    /// Bytes of results in the output (the stamp follows them in the readback).
     bytes: u64,
-    bind_groups: Vec<wgpu::BindGroup>,
+    stamp: u32,
+    slot: Slot,
+}
+
+impl Slice {
+    /// Where the stamp lies in the readback: after the results, at a mappable offset.
+    fn stamp_at(&self) -> u64 {
+        self.bytes.next_multiple_of(wgpu::MAP_ALIGNMENT)
+    }
 }
 
 /// A batch uploaded and bound, ready to be encoded into any command encoder.
 ///
 /// `Engine::occluded` and `Engine::closest_hit` do prepare, encode, submit and read in one call;
 /// a renderer can instead [`TracePass::encode`] into its own encoder, submit it with its frame,
-/// and [`TracePass::read_occlusion`] / [`TracePass::read_hits`] afterwards.
+/// and [`TracePass::read_occlusion`] / [`TracePass::read_hits`] afterwards. Reading a pass
+/// before its command buffer was submitted is an error. The pass holds its buffers until it is
+/// dropped, then gives them back to the tracer for the next pass.
 pub struct TracePass {
     kind: Kind,
     len: usize,
     slices: Vec<Slice>,
-    _chunks: Vec<Arc<Vec<Chunk>>>,
+    encoded: AtomicBool,
+    /// Encoded since the last read: a caller's unsubmitted command buffer may still use the
+    /// buffers, so dropping the pass frees them instead of giving them back.
+    unread: AtomicBool,
+    workspace: Arc<Workspace>,
+}
+
+impl Drop for TracePass {
+    fn drop(&mut self) {
+        if !self.unread.load(Ordering::Relaxed) {
+            self.workspace
+                .give_back(std::mem::take(&mut self.slices).into_iter().map(|s| s.slot));
+        }
+    }
 }
 
 impl GpuTracer {
@@ -115,7 +223,7 @@ impl GpuTracer {
                     ty: wgpu::BindingType::Buffer {
                         ty: wgpu::BufferBindingType::Uniform,
                         has_dynamic_offset: false,
-                        min_binding_size: None,
+                        min_binding_size: wgpu::BufferSize::new(size_of::<Params>() as u64),
                     },
                     count: None,
                 },
@@ -150,14 +258,17 @@ impl GpuTracer {
             )));
         }
         let limits = device.limits();
-        let max_binding = u64::from(limits.max_storage_buffer_binding_size)
+        let max_binding = limits
+            .max_storage_buffer_binding_size
             .min(limits.max_buffer_size)
             .min(max_binding_override.unwrap_or(u64::MAX))
             .max(1024);
-        let per_binding = (max_binding / 32) as usize;
+        let per_binding = (max_binding / QUERY_BYTES as u64) as usize;
+        // A readback holds a slice's records and the stamp (8-aligned for mapping).
+        let per_readback = ((limits.max_buffer_size - 8) / QUERY_BYTES as u64) as usize;
         let per_dispatch =
             limits.max_compute_workgroups_per_dimension as usize * WORKGROUP as usize;
-        let max_queries = per_binding.min(per_dispatch) / 32 * 32;
+        let max_queries = per_binding.min(per_readback).min(per_dispatch) / 32 * 32;
         Ok(GpuTracer {
             device: device.clone(),
             queue: queue.clone(),
@@ -166,8 +277,13 @@ impl GpuTracer {
             closest_hit,
             max_binding,
             max_queries,
+            params_stride: u64::from(limits.min_uniform_buffer_offset_alignment)
+                .max(size_of::<Params>() as u64),
             lost,
             cache: Mutex::new(SceneCache::default()),
+            next_upload: AtomicU64::new(1),
+            next_stamp: AtomicU32::new(1),
+            workspace: Arc::default(),
             kits: Mutex::new(Vec::new()),
         })
     }
@@ -183,6 +299,24 @@ impl GpuTracer {
 
     pub fn queue(&self) -> &wgpu::Queue {
         &self.queue
+    }
+
+    /// What the per-call buffer workspace has created and holds: repeated calls of similar
+    /// size should leave `buffers_created` and `bind_groups_created` unchanged.
+    pub fn workspace_stats(&self) -> WorkspaceStats {
+        let idle = self.workspace.idle.lock().unwrap();
+        WorkspaceStats {
+            buffers_created: self.workspace.buffers_created.load(Ordering::Relaxed),
+            bind_groups_created: self.workspace.bind_groups_created.load(Ordering::Relaxed),
+            idle_slots: idle.len(),
+            idle_bytes: idle.iter().map(Slot::bytes).sum(),
+        }
+    }
+
+    /// Frees the idle workspace buffers (after a one-off huge batch, say). Live passes keep
+    /// theirs; the next call allocates afresh.
+    pub fn trim_workspace(&self) {
+        self.workspace.idle.lock().unwrap().clear();
     }
 
     /// A value built once per device and kept for the engine's lifetime, one per type: other
@@ -210,8 +344,8 @@ impl GpuTracer {
     }
 
     /// Uploads the tiers that changed since the last call (a moved door re-uploads only the
-    /// movable tier) and returns the chunks to trace.
-    fn upload(&self, scene: &Scene) -> Vec<Arc<Vec<Chunk>>> {
+    /// movable tier) and returns the non-empty tiers' chunks to trace.
+    fn upload(&self, scene: &Scene) -> Vec<Arc<TierChunks>> {
         let (uid, revisions) = scene.cache_key();
         let tiers = scene.tiers();
         let mut cache = self.cache.lock().unwrap();
@@ -221,16 +355,29 @@ impl GpuTracer {
                 ..Default::default()
             };
         }
+        let mut replaced = false;
         let mut out = Vec::new();
         for t in 0..2 {
             let fresh = matches!(&cache.tiers[t], Some((rev, _)) if *rev == revisions[t]);
             if !fresh {
-                let chunks = Arc::new(self.upload_tier(tiers[t]));
+                let chunks = Arc::new(TierChunks {
+                    id: self.next_upload.fetch_add(1, Ordering::Relaxed),
+                    chunks: self.upload_tier(tiers[t]),
+                });
                 cache.tiers[t] = Some((revisions[t], chunks));
+                replaced = true;
             }
             let chunks = &cache.tiers[t].as_ref().unwrap().1;
-            if !chunks.is_empty() {
+            if !chunks.chunks.is_empty() {
                 out.push(chunks.clone());
+            }
+        }
+        drop(cache);
+        if replaced {
+            // Idle slots' bind groups would keep the replaced scene buffers alive.
+            for slot in self.workspace.idle.lock().unwrap().iter_mut() {
+                slot.bound.clear();
+                slot.bind_groups.clear();
             }
         }
         out
@@ -278,7 +425,8 @@ impl GpuTracer {
     }
 
     /// Validates `segments` (as [`crate::Engine::occluded`] does), uploads them and binds them
-    /// for the `occluded` kernel.
+    /// for the `occluded` kernel. An empty batch or a scene without triangles needs no GPU
+    /// work: the pass then holds no buffers and its answer is known.
     pub fn prepare_occluded(
         &self,
         scene: &Scene,
@@ -296,7 +444,8 @@ impl GpuTracer {
     }
 
     /// Validates `rays` (as [`crate::Engine::closest_hit`] does), uploads them and binds them
-    /// for the `closest_hit` kernel.
+    /// for the `closest_hit` kernel. As [`GpuTracer::prepare_occluded`], no GPU work for an
+    /// empty batch or scene.
     pub fn prepare_closest_hit(
         &self,
         scene: &Scene,
@@ -304,7 +453,15 @@ impl GpuTracer {
         mask: Mask,
     ) -> Result<TracePass> {
         crate::trace::validate_rays(rays)?;
-        let mask = mask.bits();
+        if rays.iter().all(|r| r.t_max <= f32::MAX) {
+            return self.prepare(
+                scene,
+                Kind::ClosestHit,
+                bytemuck::cast_slice(rays),
+                rays.len(),
+                mask.bits(),
+            );
+        }
         // WGSL has no infinity literal; f32::MAX bounds an unbounded ray just as well.
         let rays: Vec<Ray> = rays
             .iter()
@@ -315,8 +472,20 @@ impl GpuTracer {
             Kind::ClosestHit,
             bytemuck::cast_slice(&rays),
             rays.len(),
-            mask,
+            mask.bits(),
         )
+    }
+
+    /// A pass with no GPU work: its answer (no bits set, no hits) is known without tracing.
+    fn no_work(&self, kind: Kind, len: usize) -> TracePass {
+        TracePass {
+            kind,
+            len,
+            slices: Vec::new(),
+            encoded: AtomicBool::new(false),
+            unread: AtomicBool::new(false),
+            workspace: self.workspace.clone(),
+        }
     }
 
     fn prepare(
@@ -327,83 +496,59 @@ impl GpuTracer {
         len: usize,
         mask: u32,
     ) -> Result<TracePass> {
+        if len == 0 {
+            return Ok(self.no_work(kind, 0));
+        }
         self.check_lost()?;
         let chunks = self.upload(scene);
+        if chunks.is_empty() {
+            return Ok(self.no_work(kind, len));
+        }
+        let ids: Vec<u64> = chunks.iter().map(|c| c.id).collect();
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let mut slices = Vec::new();
         for start in (0..len).step_by(self.max_queries.max(1)) {
             let count = (len - start).min(self.max_queries);
-            let input = self.buffer_with(
-                "queries",
-                wgpu::BufferUsages::STORAGE,
-                &queries[start * 32..(start + count) * 32],
-            );
             let bytes = match kind {
                 Kind::Occluded => (count.div_ceil(32) * 4) as u64,
-                Kind::ClosestHit => (count * size_of::<HitRecord>()) as u64,
+                Kind::ClosestHit => (count * QUERY_BYTES) as u64,
             };
-            let output = self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("trace output"),
-                size: bytes,
-                usage: wgpu::BufferUsages::STORAGE
-                    | wgpu::BufferUsages::COPY_SRC
-                    | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
-            let readback = self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("trace readback"),
-                size: bytes,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
-            let params = |accumulate| {
-                let p = Params {
-                    count: count as u32,
-                    mask,
-                    accumulate,
-                    _pad: 0,
-                };
-                self.buffer_with(
-                    "trace params",
-                    wgpu::BufferUsages::UNIFORM,
-                    bytemuck::bytes_of(&p),
-                )
+            let mut slot = self.take_slot((count * QUERY_BYTES) as u64, bytes);
+            if slot.bound != ids {
+                slot.bind_groups = self.bind_groups(&slot, &chunks);
+                slot.bound.clone_from(&ids);
+            }
+            let stamp = self.stamp();
+            // Bits are cleared before the first chunk, so `occluded` always accumulates.
+            let first = Params {
+                count: count as u32,
+                mask,
+                accumulate: u32::from(matches!(kind, Kind::Occluded)),
+                stamp,
             };
-            let (first, rest) = (params(0), params(1));
-            let bind_groups = chunks
-                .iter()
-                .flat_map(|c| c.iter())
-                .enumerate()
-                .map(|(i, c)| {
-                    // Bits are cleared before the first chunk, so `occluded` always accumulates.
-                    let p = if i == 0 && matches!(kind, Kind::ClosestHit) {
-                        &first
-                    } else {
-                        &rest
-                    };
-                    self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                        label: Some("trace"),
-                        layout: &self.layout,
-                        entries: &[
-                            entry(0, &c.nodes),
-                            entry(1, &c.triangles),
-                            entry(2, p),
-                            entry(3, &input),
-                            entry(4, &output),
-                        ],
-                    })
-                })
-                .collect();
+            let rest = Params {
+                accumulate: 1,
+                ..first
+            };
+            let mut params = vec![0u8; (self.params_stride + 16) as usize];
+            params[..16].copy_from_slice(bytemuck::bytes_of(&first));
+            params[self.params_stride as usize..].copy_from_slice(bytemuck::bytes_of(&rest));
+            self.queue.write_buffer(&slot.params, 0, &params);
+            self.queue.write_buffer(
+                &slot.queries,
+                0,
+                &queries[start * QUERY_BYTES..(start + count) * QUERY_BYTES],
+            );
             slices.push(Slice {
                 start,
                 count,
-                output,
-                readback,
                 bytes,
-                bind_groups,
+                stamp,
+                slot,
             });
         }
         if let Some(e) = pollster::block_on(scope.pop()) {
+            // The slices' slots are dropped with them, not given back.
             return Err(Error::Gpu(format!(
                 "out of GPU memory for a batch of {len}: {e}; send smaller batches"
             )));
@@ -412,8 +557,131 @@ impl GpuTracer {
             kind,
             len,
             slices,
-            _chunks: chunks,
+            encoded: AtomicBool::new(false),
+            unread: AtomicBool::new(false),
+            workspace: self.workspace.clone(),
         })
+    }
+
+    /// The next stamp (never 0, the word of a readback no submission wrote).
+    fn stamp(&self) -> u32 {
+        loop {
+            let s = self.next_stamp.fetch_add(1, Ordering::Relaxed);
+            if s != 0 {
+                return s;
+            }
+        }
+    }
+
+    /// An idle slot that holds `query_bytes` of queries and `output_bytes` of results, grown
+    /// if none does, or a new one.
+    fn take_slot(&self, query_bytes: u64, output_bytes: u64) -> Slot {
+        let fits = |s: &Slot| s.queries.size() >= query_bytes && s.output.size() >= output_bytes;
+        let taken = {
+            let mut idle = self.workspace.idle.lock().unwrap();
+            match idle.iter().rposition(fits) {
+                Some(i) => Some(idle.swap_remove(i)),
+                None => idle.pop(),
+            }
+        };
+        let mut slot = match taken {
+            Some(slot) => slot,
+            None => Slot {
+                queries: self.queries_buffer(query_bytes),
+                output: self.output_buffer(output_bytes),
+                readback: self.readback_buffer(output_bytes),
+                params: self.slot_buffer(
+                    "trace params",
+                    self.params_stride + 16,
+                    wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_SRC,
+                ),
+                bound: Vec::new(),
+                bind_groups: Vec::new(),
+                mapped: AtomicBool::new(false),
+            },
+        };
+        if slot.queries.size() < query_bytes {
+            slot.queries = self.queries_buffer(query_bytes);
+            slot.bound.clear();
+        }
+        if slot.output.size() < output_bytes {
+            slot.output = self.output_buffer(output_bytes);
+            slot.readback = self.readback_buffer(output_bytes);
+            slot.bound.clear();
+        }
+        slot
+    }
+
+    /// Grow-only sizes: the next power of two, at most a slice's largest need (one binding).
+    fn grown(&self, need: u64) -> u64 {
+        let limit = (self.max_queries * QUERY_BYTES) as u64;
+        need.next_power_of_two().min(limit).max(need)
+    }
+
+    fn queries_buffer(&self, need: u64) -> wgpu::Buffer {
+        self.slot_buffer(
+            "trace queries",
+            self.grown(need),
+            wgpu::BufferUsages::STORAGE,
+        )
+    }
+
+    fn output_buffer(&self, need: u64) -> wgpu::Buffer {
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
+        self.slot_buffer("trace output", self.grown(need), usage)
+    }
+
+    /// The output's size plus the stamp word (see [`Slice::stamp_at`]).
+    fn readback_buffer(&self, need: u64) -> wgpu::Buffer {
+        let size = self.grown(need) + 8;
+        self.slot_buffer("trace readback", size, wgpu::BufferUsages::MAP_READ)
+    }
+
+    fn slot_buffer(&self, label: &str, size: u64, usage: wgpu::BufferUsages) -> wgpu::Buffer {
+        self.workspace
+            .buffers_created
+            .fetch_add(1, Ordering::Relaxed);
+        self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: size.max(4),
+            usage: usage | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+    }
+
+    /// One bind group per scene chunk, over `slot`'s buffers.
+    fn bind_groups(&self, slot: &Slot, tiers: &[Arc<TierChunks>]) -> Vec<wgpu::BindGroup> {
+        let params = |offset| {
+            wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &slot.params,
+                offset,
+                size: wgpu::BufferSize::new(size_of::<Params>() as u64),
+            })
+        };
+        tiers
+            .iter()
+            .flat_map(|t| t.chunks.iter())
+            .enumerate()
+            .map(|(i, c)| {
+                self.workspace
+                    .bind_groups_created
+                    .fetch_add(1, Ordering::Relaxed);
+                self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("trace"),
+                    layout: &self.layout,
+                    entries: &[
+                        entry(0, &c.nodes),
+                        entry(1, &c.triangles),
+                        wgpu::BindGroupEntry {
+                            binding: 2,
+                            resource: params(if i == 0 { 0 } else { self.params_stride }),
+                        },
+                        entry(3, &slot.queries),
+                        entry(4, &slot.output),
+                    ],
+                })
+            })
+            .collect()
     }
 
     /// Encodes, submits and waits for `pass`.
@@ -421,8 +689,15 @@ impl GpuTracer {
         self.run_all(std::slice::from_ref(pass))
     }
 
-    /// Encodes every pass into one encoder and submits it once.
+    /// Encodes every pass into one encoder and submits it once (nothing when no pass has GPU
+    /// work).
     pub(crate) fn run_all(&self, passes: &[TracePass]) -> Result<()> {
+        if passes.iter().all(|p| p.slices.is_empty()) {
+            for pass in passes {
+                pass.encoded.store(true, Ordering::Relaxed);
+            }
+            return Ok(());
+        }
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut encoder = self.device.create_command_encoder(&Default::default());
         for pass in passes {
@@ -436,16 +711,42 @@ impl GpuTracer {
         Ok(())
     }
 
+    /// Maps every slice's results and stamp, and checks that the pass's commands ran.
     fn map_all(&self, pass: &TracePass) -> Result<()> {
-        if let Err(e) = map_read_all(
+        if !pass.encoded.load(Ordering::Relaxed) {
+            return Err(crate::receipt::not_run("a trace pass", "encode"));
+        }
+        if pass.slices.is_empty() {
+            return Ok(());
+        }
+        for s in &pass.slices {
+            s.slot.mapped.store(true, Ordering::Relaxed);
+        }
+        if let Err(e) = map_read_ranges(
             &self.device,
-            pass.slices.iter().map(|s| &s.readback),
+            pass.slices
+                .iter()
+                .map(|s| (&s.slot.readback, s.stamp_at() + 4)),
             "trace results",
         ) {
             self.check_lost()?;
             return Err(e);
         }
-        self.check_lost()
+        self.check_lost()?;
+        let mut ran = true;
+        for s in &pass.slices {
+            let view = s
+                .slot
+                .readback
+                .get_mapped_range(s.stamp_at()..s.stamp_at() + 4)
+                .map_err(|e| Error::Gpu(e.to_string()))?;
+            ran &= bytemuck::pod_read_unaligned::<u32>(&view) == s.stamp;
+        }
+        if !ran {
+            pass.unmap_all();
+            return Err(crate::receipt::not_run("a trace pass", "submission"));
+        }
+        Ok(())
     }
 }
 
@@ -529,11 +830,20 @@ pub(crate) fn map_read_all<'a>(
     buffers: impl IntoIterator<Item = &'a wgpu::Buffer>,
     what: &str,
 ) -> Result<()> {
+    map_read_ranges(device, buffers.into_iter().map(|b| (b, b.size())), what)
+}
+
+/// [`map_read_all`] for the first `bytes` of each buffer.
+fn map_read_ranges<'a>(
+    device: &wgpu::Device,
+    buffers: impl IntoIterator<Item = (&'a wgpu::Buffer, u64)>,
+    what: &str,
+) -> Result<()> {
     let (tx, rx) = std::sync::mpsc::channel();
     let mut count = 0;
-    for b in buffers {
+    for (b, bytes) in buffers {
         let tx = tx.clone();
-        b.map_async(wgpu::MapMode::Read, .., move |r| {
+        b.map_async(wgpu::MapMode::Read, ..bytes, move |r| {
             let _ = tx.send(r);
         });
         count += 1;
@@ -565,13 +875,11 @@ fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
 
 impl TracePass {
     /// Records the dispatches (one per slice and scene chunk) and the copies to readback
-    /// buffers into `encoder`.
+    /// buffers into `encoder`. A pass without GPU work records nothing.
     pub fn encode(&self, tracer: &GpuTracer, encoder: &mut wgpu::CommandEncoder) {
         for s in &self.slices {
             if matches!(self.kind, Kind::Occluded) {
-                encoder.clear_buffer(&s.output, 0, None);
-            } else if s.bind_groups.is_empty() {
-                continue; // empty scene: read_hits reports misses without touching the buffer
+                encoder.clear_buffer(&s.slot.output, 0, Some(s.bytes));
             }
             {
                 let mut cpass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -582,13 +890,19 @@ impl TracePass {
                     Kind::Occluded => &tracer.occluded,
                     Kind::ClosestHit => &tracer.closest_hit,
                 });
-                for bg in &s.bind_groups {
+                for bg in &s.slot.bind_groups {
                     cpass.set_bind_group(0, bg, &[]);
                     cpass.dispatch_workgroups((s.count as u32).div_ceil(WORKGROUP), 1, 1);
                 }
             }
-            encoder.copy_buffer_to_buffer(&s.output, 0, &s.readback, 0, s.bytes);
+            encoder.copy_buffer_to_buffer(&s.slot.output, 0, &s.slot.readback, 0, s.bytes);
+            let stamp = std::mem::offset_of!(Params, stamp) as u64;
+            let to = s.stamp_at();
+            encoder.copy_buffer_to_buffer(&s.slot.params, stamp, &s.slot.readback, to, 4);
         }
+        self.encoded.store(true, Ordering::Relaxed);
+        self.unread
+            .store(!self.slices.is_empty(), Ordering::Relaxed);
     }
 
     /// Number of queries in the batch.
@@ -600,6 +914,19 @@ impl TracePass {
         self.len == 0
     }
 
+    fn unmap_all(&self) {
+        for s in &self.slices {
+            s.slot.readback.unmap();
+            s.slot.mapped.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// After a complete read: the submission that used the buffers has finished.
+    fn read_done(&self) {
+        self.unmap_all();
+        self.unread.store(false, Ordering::Relaxed);
+    }
+
     /// Waits for the submitted pass and returns the occlusion bits.
     pub fn read_occlusion(&self, tracer: &GpuTracer) -> Result<Occlusion> {
         if !matches!(self.kind, Kind::Occluded) {
@@ -607,18 +934,18 @@ impl TracePass {
                 "read_occlusion on a closest-hit pass: use read_hits".into(),
             ));
         }
-        tracer.map_all(self)?;
         let mut out = Occlusion::new(self.len);
+        tracer.map_all(self)?;
         for s in &self.slices {
             let view = s
+                .slot
                 .readback
-                .get_mapped_range(..)
+                .get_mapped_range(..s.bytes)
                 .map_err(|e| Error::Gpu(e.to_string()))?;
             let words: &[u32] = bytemuck::cast_slice(&view);
             out.words[s.start / 32..][..words.len()].copy_from_slice(words);
-            drop(view);
-            s.readback.unmap();
         }
+        self.read_done();
         Ok(out)
     }
 
@@ -630,31 +957,21 @@ impl TracePass {
             ));
         }
         let mut out = vec![HitRecord::MISS; self.len];
-        let live: Vec<&Slice> = self
-            .slices
-            .iter()
-            .filter(|s| !s.bind_groups.is_empty())
-            .collect();
-        if live.is_empty() {
-            return Ok(out);
-        }
         tracer.map_all(self)?;
-        for s in live {
+        for s in &self.slices {
             let view = s
+                .slot
                 .readback
-                .get_mapped_range(..)
+                .get_mapped_range(..s.bytes)
                 .map_err(|e| Error::Gpu(e.to_string()))?;
             let recs: &[HitRecord] = bytemuck::cast_slice(&view);
             for (o, r) in out[s.start..s.start + s.count].iter_mut().zip(recs) {
-                *o = if r.triangle == NO_HIT {
-                    HitRecord::MISS
-                } else {
-                    *r
-                };
+                if r.triangle != NO_HIT {
+                    *o = *r;
+                }
             }
-            drop(view);
-            s.readback.unmap();
         }
+        self.read_done();
         Ok(out)
     }
 }

@@ -36,6 +36,6 @@ pub use error::{Error, Result};
 /// tests; not part of the API.
 #[doc(hidden)]
 pub use gpu::{kernel_source as gpu_kernel_source, Params as GpuParams};
-pub use gpu::{GpuTracer, TracePass};
+pub use gpu::{GpuTracer, TracePass, WorkspaceStats};
 pub use scene::{Mask, Material, MaterialFlags, Mesh, Mobility, ObjectId, Scene};
 pub use trace::{Hit, Occlusion, Ray, Segment};

@@ -91,7 +91,7 @@ impl Receipt {
     }
 }
 
-fn not_run(what: &str, step: &str) -> Error {
+pub(crate) fn not_run(what: &str, step: &str) -> Error {
     Error::InvalidInput(format!(
         "{what} was read before its commands ran (no {step} seen): encode the pass into a \
          command encoder and submit that encoder's command buffer before read"

@@ -155,7 +155,12 @@ fn wgsl_structs_match_their_rust_twins() {
     check(
         "Params",
         size_of::<sightline::GpuParams>(),
-        &[("count", 0), ("mask", 4), ("accumulate", 8)],
+        &[
+            ("count", offset_of!(sightline::GpuParams, count)),
+            ("mask", offset_of!(sightline::GpuParams, mask)),
+            ("accumulate", offset_of!(sightline::GpuParams, accumulate)),
+            ("stamp", offset_of!(sightline::GpuParams, stamp)),
+        ],
     );
 }
 

@@ -700,3 +700,262 @@ fn every_real_level_loads_and_traces_alike_on_both_backends() {
         common::data_dir().display()
     );
 }
+
+/// The wall of `a_wall_hides_exactly_what_is_behind_it` and, per entry of `blocked`, a sight
+/// line from its eye that crosses the wall's plane at least 0.1 m inside the wall (true) or
+/// outside it (false), so both backends must agree bit for bit.
+fn wall_and_sight_lines(blocked: &[bool], seed: u64) -> (Scene, Vec<Segment>) {
+    let mut wall = Mesh::default();
+    wall.push_quad(
+        Vec3::new(-2.0, 0.0, 0.0),
+        Vec3::new(2.0, 0.0, 0.0),
+        Vec3::new(2.0, 2.0, 0.0),
+        Vec3::new(-2.0, 2.0, 0.0),
+        0,
+    );
+    let scene = Scene::from_mesh(wall, solid()).unwrap();
+    let eye = Vec3::new(0.3, 1.0, -5.0);
+    let mut rng = SplitMix64(seed);
+    let segs = blocked
+        .iter()
+        .map(|&b| {
+            let p = if b {
+                Vec3::new(rng.range(-1.9, 1.9), rng.range(0.1, 1.9), 0.0)
+            } else {
+                let side = if rng.f32() < 0.5 { -1.0 } else { 1.0 };
+                Vec3::new(side * rng.range(2.1, 6.0), rng.range(-1.0, 3.0), 0.0)
+            };
+            Segment::new(eye, eye + (p - eye) * rng.range(1.1, 3.0))
+        })
+        .collect();
+    (scene, segs)
+}
+
+#[test]
+fn reused_gpu_buffers_never_leak_answers_between_calls() {
+    let Some(gpu) = gpu::gpu_engine() else { return };
+    // 64 KiB bindings: at most 2,048 queries per slice, so 5,000 take three slots at once.
+    let small = gpu::gpu_engine_with(EngineOptions {
+        max_binding_bytes: Some(64 << 10),
+    })
+    .unwrap();
+    assert_eq!(small.gpu().unwrap().max_queries_per_dispatch(), 2048);
+    let cpu = Engine::cpu();
+    let mut rng = SplitMix64(5);
+    let mixed = |n: usize, rng: &mut SplitMix64| (0..n).map(|_| rng.f32() < 0.5).collect();
+    // Sizes and patterns in an order where stale bits or hits would show: big and blocked,
+    // then small and clear; empty batches in between.
+    let calls: Vec<Vec<bool>> = vec![
+        vec![],
+        vec![true],
+        mixed(33, &mut rng),
+        vec![true; 5000],
+        vec![false; 33],
+        vec![false],
+        vec![],
+        mixed(4097, &mut rng),
+        vec![false; 64],
+        vec![true; 2049],
+        vec![false; 2049],
+    ];
+    let rays = |segs: &[Segment]| -> Vec<Ray> {
+        segs.iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let t_max = if i % 2 == 0 { 1.0 } else { f32::INFINITY };
+                Ray::new(s.start(), s.end() - s.start(), t_max)
+            })
+            .collect()
+    };
+    for engine in [&gpu, &small] {
+        for (k, blocked) in calls.iter().enumerate() {
+            let (scene, segs) = wall_and_sight_lines(blocked, k as u64);
+            let what = format!("call {k} ({} segments)", segs.len());
+            let got = engine.occluded(&scene, &segs, Mask::SIGHT).unwrap();
+            assert_eq!(
+                got,
+                cpu.occluded(&scene, &segs, Mask::SIGHT).unwrap(),
+                "{what}"
+            );
+            assert_eq!(got.iter().collect::<Vec<bool>>(), *blocked, "{what}");
+            let rays = rays(&segs);
+            let hits = engine.closest_hit(&scene, &rays, Mask::SIGHT).unwrap();
+            let want = cpu.closest_hit(&scene, &rays, Mask::SIGHT).unwrap();
+            assert_eq!(hits.len(), rays.len(), "{what}");
+            for (i, (h, w)) in hits.iter().zip(&want).enumerate() {
+                assert_eq!(h.is_some(), blocked[i], "{what}: ray {i}");
+                let same = match (h, w) {
+                    (Some(h), Some(w)) => {
+                        h.triangle == w.triangle && (h.t - w.t).abs() <= 1e-6 * w.t.max(1.0)
+                    }
+                    (None, None) => true,
+                    _ => false,
+                };
+                assert!(same, "{what}: ray {i}: gpu {h:?}, cpu {w:?}");
+            }
+        }
+        // Several live passes in one submission each keep their own buffers.
+        let (scene, blocked_segs) = wall_and_sight_lines(&[true; 3000], 40);
+        let (_, clear_segs) = wall_and_sight_lines(&[false; 100], 41);
+        let many = engine
+            .occluded_many(
+                &scene,
+                &[
+                    (&blocked_segs, Mask::SIGHT),
+                    (&[], Mask::SIGHT),
+                    (&clear_segs, Mask::SIGHT),
+                    (&blocked_segs[..7], Mask::SIGHT),
+                ],
+            )
+            .unwrap();
+        assert_eq!(many[0].count_ones(), 3000);
+        assert!(many[1].is_empty());
+        assert_eq!((many[2].len(), many[2].count_ones()), (100, 0));
+        assert_eq!(many[3].count_ones(), 7);
+    }
+
+    // A caller's passes: two live at once in one encoder; reading before the submission is an
+    // error, not an earlier call's answer left in a reused buffer.
+    let tracer = small.gpu().unwrap();
+    let (scene, blocked_segs) = wall_and_sight_lines(&[true; 300], 50);
+    let (_, clear_segs) = wall_and_sight_lines(&[false; 300], 51);
+    let a = tracer
+        .prepare_occluded(&scene, &blocked_segs, Mask::SIGHT)
+        .unwrap();
+    let b = tracer
+        .prepare_occluded(&scene, &clear_segs, Mask::SIGHT)
+        .unwrap();
+    assert!(a.read_occlusion(tracer).is_err(), "read before encode");
+    let mut encoder = tracer.device().create_command_encoder(&Default::default());
+    a.encode(tracer, &mut encoder);
+    b.encode(tracer, &mut encoder);
+    assert!(
+        matches!(
+            b.read_occlusion(tracer),
+            Err(sightline::Error::InvalidInput(_))
+        ),
+        "read before submit"
+    );
+    tracer.queue().submit([encoder.finish()]);
+    assert_eq!(a.read_occlusion(tracer).unwrap().count_ones(), 300);
+    assert_eq!(b.read_occlusion(tracer).unwrap().count_ones(), 0);
+    drop((a, b));
+    // A pass dropped after encode but before any read frees its buffers instead of giving them
+    // back: the caller's command buffer, still unsubmitted, may use them.
+    let idle = tracer.workspace_stats().idle_slots;
+    let c = tracer
+        .prepare_occluded(&scene, &blocked_segs, Mask::SIGHT)
+        .unwrap();
+    let mut encoder = tracer.device().create_command_encoder(&Default::default());
+    c.encode(tracer, &mut encoder);
+    drop(c);
+    assert_eq!(tracer.workspace_stats().idle_slots, idle - 1);
+    let clear = small.occluded(&scene, &clear_segs, Mask::SIGHT).unwrap();
+    tracer.queue().submit([encoder.finish()]);
+    assert_eq!(clear.count_ones(), 0);
+
+    // Warm, repeated calls of the same or smaller size create no buffer and no bind group;
+    // empty batches and empty scenes create nothing and trace nothing.
+    let (_, segs) = wall_and_sight_lines(&[true; 3000], 60);
+    small.occluded(&scene, &segs, Mask::SIGHT).unwrap();
+    let warm = tracer.workspace_stats();
+    assert!(warm.idle_slots >= 2 && warm.idle_bytes > 0, "{warm:?}");
+    for n in [3000, 2048, 1, 700, 3000] {
+        let bits = small.occluded(&scene, &segs[..n], Mask::SIGHT).unwrap();
+        assert_eq!(bits.count_ones(), n);
+    }
+    let empty = Scene::default();
+    assert_eq!(
+        small
+            .occluded(&empty, &segs, Mask::SIGHT)
+            .unwrap()
+            .count_ones(),
+        0
+    );
+    assert!(small.occluded(&scene, &[], Mask::SIGHT).unwrap().is_empty());
+    let none = small
+        .closest_hit(&empty, &rays(&segs[..40]), Mask::SIGHT)
+        .unwrap();
+    assert!(none.len() == 40 && none.iter().all(Option::is_none));
+    assert!(small
+        .closest_hit(&scene, &[], Mask::SIGHT)
+        .unwrap()
+        .is_empty());
+    assert!(
+        small
+            .occluded_many(&empty, &[(&segs, Mask::SIGHT)])
+            .unwrap()[0]
+            .count_ones()
+            == 0
+    );
+    let after = tracer.workspace_stats();
+    assert_eq!(
+        (after.buffers_created, after.bind_groups_created),
+        (warm.buffers_created, warm.bind_groups_created),
+        "{warm:?} -> {after:?}"
+    );
+    tracer.trim_workspace();
+    assert_eq!(tracer.workspace_stats().idle_slots, 0);
+}
+
+/// A corridor of `panes` glass panes (they block fire, not sight) across the x axis, 0.5 m
+/// apart from x = 0, and a solid wall across it at x = `across`.
+fn glass_corridor(panes: usize, across: f32) -> Scene {
+    let glass = Material::new("glass", MaterialFlags::BLOCKS_FIRE, 0.5);
+    let mut mesh = Mesh::default();
+    let quad = |mesh: &mut Mesh, x: f32, material| {
+        mesh.push_quad(
+            Vec3::new(x, -1.0, -1.0),
+            Vec3::new(x, 1.0, -1.0),
+            Vec3::new(x, 1.0, 1.0),
+            Vec3::new(x, -1.0, 1.0),
+            material,
+        )
+    };
+    for i in 0..panes {
+        quad(&mut mesh, i as f32 * 0.5, 1);
+    }
+    quad(&mut mesh, across, 0);
+    let mut materials = solid();
+    materials.push(glass);
+    Scene::from_mesh(mesh, materials).unwrap()
+}
+
+#[test]
+fn sight_lines_down_a_long_corridor_keep_a_deep_stack_and_find_the_wall() {
+    // A sight line down the corridor crosses every pane's box (and pane, which does not block
+    // it), so the walk keeps more than eight subtrees pending at once; the deepest, near the start, are
+    // pushed last. Walls across the corridor there and far off must both be found. (A kernel
+    // that walked on an 8-entry stack and fell back to `walk` when it overflowed got this
+    // wrong on lavapipe, though it passed the random-segment tests.)
+    let (cpu, gpu) = (Engine::cpu(), gpu::gpu_engine());
+    let panes = 8192;
+    for across in [0.7, 1.45, 2.95, 5.45, 10.45, 20.45, 3000.45] {
+        let scene = glass_corridor(panes, across);
+        let mut rng = SplitMix64(31);
+        let mut blocked = Vec::new();
+        let segs: Vec<Segment> = (0..512)
+            .map(|i| {
+                let mut inside = |x: f32| Vec3::new(x, rng.range(-0.9, 0.9), rng.range(-0.9, 0.9));
+                let a = inside(-1.0);
+                let past = i % 2 == 0;
+                let b = inside(if past {
+                    panes as f32 * 0.5
+                } else {
+                    across - 0.2
+                });
+                blocked.push(past);
+                Segment::new(a, b)
+            })
+            .collect();
+        for engine in [Some(&cpu), gpu.as_ref()].into_iter().flatten() {
+            let bits = engine.occluded(&scene, &segs, Mask::SIGHT).unwrap();
+            assert_eq!(
+                bits.iter().collect::<Vec<_>>(),
+                blocked,
+                "{:?}, wall across at x = {across}",
+                engine.backend()
+            );
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! GPU batch sizes: occlusion rays per second of `Engine::occluded` on the GPU backend for
+//! batches of 1k, 10k, 100k and 1M random long segments over `village`, with the CPU backend
+//! beside each in the same group (`cpu`, `gpu`); a coherent fan (one eye 1.6 m above the
+//! ground, 64 x 64 targets 0.5 m above it, found with downward `closest_hit` rays, row-major),
+//! the case of a sensor grid; and the time of one 32-segment call (the per-call overhead:
+//! upload, dispatch, submit, readback).
+//!
+//! ```text
+//! WGPU_BACKEND=vulkan cargo bench --bench gpu     # full run
+//! cargo test --release --benches                  # each function once (smoke test)
+//! ```
+//!
+//! On a machine without a GPU the `gpu` functions run on Mesa's lavapipe, a Vulkan driver that
+//! executes the kernels on the same CPU cores as the `cpu` backend: its figures say how the
+//! batch size moves the per-call cost, not what a GPU does. Absolute GPU figures need a real
+//! GPU. `SIGHTLINE_REQUIRE_GPU=1` panics instead of skipping the `gpu` functions when no
+//! adapter exists. Setup (scene size, the adapter, GPU-CPU agreement) goes to stderr.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use common::gpu_engine;
+use criterion::{Criterion, Throughput};
+use glam::Vec3;
+use sightline::scene::procedural;
+use sightline::trace::{Ray, Segment, SplitMix64};
+use sightline::{Engine, Mask, Scene};
+use std::hint::black_box;
+use std::time::Duration;
+
+/// Batch sizes of the throughput groups.
+const BATCHES: [(usize, &str); 4] = [
+    (1_000, "1k"),
+    (10_000, "10k"),
+    (100_000, "100k"),
+    (1_000_000, "1M"),
+];
+
+/// Segments of the per-call overhead group.
+const SMALL_CALL: usize = 32;
+
+/// Both ends uniform in the scene's bounds (the `long` segments of `benches/trace.rs`).
+fn long_segments(scene: &Scene, n: usize, seed: u64) -> Vec<Segment> {
+    let (lo, hi) = scene.bounds().expect("non-empty scene");
+    let mut rng = SplitMix64(seed);
+    (0..n)
+        .map(|_| Segment::new(rng.in_box(lo, hi), rng.in_box(lo, hi)))
+        .collect()
+}
+
+/// The first hit of a ray straight down from above the scene at (x, z).
+fn ground(engine: &Engine, scene: &Scene, xz: &[(f32, f32)]) -> Vec<Option<Vec3>> {
+    let top = scene.bounds().expect("non-empty scene").1.y + 1.0;
+    let rays: Vec<Ray> = xz
+        .iter()
+        .map(|&(x, z)| Ray::new(Vec3::new(x, top, z), Vec3::NEG_Y, f32::INFINITY))
+        .collect();
+    let hits = engine.closest_hit(scene, &rays, Mask::SIGHT).unwrap();
+    rays.iter()
+        .zip(hits)
+        .map(|(r, h)| h.map(|h| r.origin() + r.dir() * h.t))
+        .collect()
+}
+
+/// One eye 1.6 m above the lowest ground near the scene's centre (a street, not a roof), and a
+/// sight line to a point 0.5 m above the ground under each of 64 x 64 grid points spanning
+/// the scene, row-major.
+fn fan(scene: &Scene) -> Vec<Segment> {
+    let cpu = Engine::cpu();
+    let (lo, hi) = scene.bounds().expect("non-empty scene");
+    let c = (lo + hi) * 0.5;
+    let near: Vec<(f32, f32)> = (0..256)
+        .map(|k| {
+            (
+                c.x + (k % 16) as f32 * 1.5 - 12.0,
+                c.z + (k / 16) as f32 * 1.5 - 12.0,
+            )
+        })
+        .collect();
+    let eye = ground(&cpu, scene, &near)
+        .into_iter()
+        .flatten()
+        .min_by(|a, b| a.y.total_cmp(&b.y))
+        .expect("ground near the centre")
+        + Vec3::Y * 1.6;
+    let n = 64;
+    let grid: Vec<(f32, f32)> = (0..n * n)
+        .map(|k| {
+            let (row, col) = ((k / n) as f32 + 0.5, (k % n) as f32 + 0.5);
+            (
+                lo.x + (hi.x - lo.x) * col / n as f32,
+                lo.z + (hi.z - lo.z) * row / n as f32,
+            )
+        })
+        .collect();
+    ground(&cpu, scene, &grid)
+        .into_iter()
+        .flatten()
+        .map(|p| Segment::new(eye, p + Vec3::Y * 0.5))
+        .collect()
+}
+
+fn batches(c: &mut Criterion, scene: &Scene, segs: &[Segment], gpu: Option<&Engine>) {
+    let cpu = Engine::cpu();
+    for (n, name) in BATCHES {
+        let batch = &segs[..n];
+        let mut g = c.benchmark_group(format!("occluded/village/{name}"));
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_function("cpu", |b| {
+            b.iter(|| cpu.occluded(scene, black_box(batch), Mask::SIGHT))
+        });
+        if let Some(gpu) = gpu {
+            g.bench_function("gpu", |b| {
+                b.iter(|| gpu.occluded(scene, black_box(batch), Mask::SIGHT))
+            });
+        }
+        g.finish();
+    }
+}
+
+fn coherent_fan(c: &mut Criterion, scene: &Scene, fan: &[Segment], gpu: Option<&Engine>) {
+    let cpu = Engine::cpu();
+    let mut g = c.benchmark_group("occluded/village/fan64x64");
+    g.throughput(Throughput::Elements(fan.len() as u64));
+    g.bench_function("cpu", |b| {
+        b.iter(|| cpu.occluded(scene, black_box(fan), Mask::SIGHT))
+    });
+    if let Some(gpu) = gpu {
+        g.bench_function("gpu", |b| {
+            b.iter(|| gpu.occluded(scene, black_box(fan), Mask::SIGHT))
+        });
+    }
+    g.finish();
+}
+
+fn call_overhead(c: &mut Criterion, scene: &Scene, segs: &[Segment], gpu: Option<&Engine>) {
+    let cpu = Engine::cpu();
+    let batch = &segs[..SMALL_CALL];
+    let mut g = c.benchmark_group(format!("call/village/{SMALL_CALL}"));
+    g.bench_function("cpu", |b| {
+        b.iter(|| cpu.occluded(scene, black_box(batch), Mask::SIGHT))
+    });
+    if let Some(gpu) = gpu {
+        g.bench_function("gpu", |b| {
+            b.iter(|| gpu.occluded(scene, black_box(batch), Mask::SIGHT))
+        });
+    }
+    g.finish();
+}
+
+fn main() {
+    let _ = env_logger::try_init();
+    let mut c = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4))
+        .configure_from_args();
+    let gpu = gpu_engine();
+    let scene = procedural::village(1, 1);
+    let largest = BATCHES[BATCHES.len() - 1].0;
+    let segs = long_segments(&scene, largest, 0x6770_7521);
+    let fan = fan(&scene);
+    let cpu_bits = Engine::cpu().occluded(&scene, &segs, Mask::SIGHT).unwrap();
+    let cpu_fan = Engine::cpu().occluded(&scene, &fan, Mask::SIGHT).unwrap();
+    eprintln!(
+        "village: {} triangles; {:.1}% of {largest} long segments blocked; {} of {} fan \
+         targets hidden; {} rayon threads",
+        scene.triangle_count(),
+        100.0 * cpu_bits.count_ones() as f64 / largest as f64,
+        cpu_fan.count_ones(),
+        fan.len(),
+        rayon::current_num_threads()
+    );
+    if let Some(gpu) = &gpu {
+        let gpu_bits = gpu.occluded(&scene, &segs, Mask::SIGHT).unwrap();
+        let differ = (0..largest)
+            .filter(|&i| cpu_bits.get(i) != gpu_bits.get(i))
+            .count();
+        let gpu_fan = gpu.occluded(&scene, &fan, Mask::SIGHT).unwrap();
+        eprintln!(
+            "gpu and cpu differ on {differ} of {largest} long segments, {} of {} fan lines",
+            (0..fan.len())
+                .filter(|&i| cpu_fan.get(i) != gpu_fan.get(i))
+                .count(),
+            fan.len()
+        );
+        let tracer = gpu.gpu().expect("a GPU engine");
+        eprintln!(
+            "gpu: {} queries per dispatch at most",
+            tracer.max_queries_per_dispatch()
+        );
+    }
+    batches(&mut c, &scene, &segs, gpu.as_ref());
+    coherent_fan(&mut c, &scene, &fan, gpu.as_ref());
+    call_overhead(&mut c, &scene, &segs, gpu.as_ref());
+    if let Some(gpu) = &gpu {
+        eprintln!("gpu workspace: {:?}", gpu.gpu().unwrap().workspace_stats());
+    }
+    c.final_summary();
+}
