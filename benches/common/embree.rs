@@ -140,9 +140,12 @@ fn context(coherent: bool) -> RTCIntersectContext {
     }
 }
 
-/// Our segments ask for a hit with `0 < t < 1`; Embree reports `tnear <= t <= tfar`, so the
-/// segment becomes `tnear = 0` (Embree's test is `t > tnear` in effect for `tnear = 0`: a hit at
-/// the origin has a zero determinant-scaled distance) and `tfar` the float below 1.
+/// Our queries ask for a hit with `0 < t < t_max`; Embree reports `tnear <= t <= tfar`. With
+/// `RTC_SCENE_FLAG_ROBUST` a ray starting exactly on a triangle hits it at `t = 0` when
+/// `tnear = 0` (without the flag it does not), so `tnear` is the least normal float, which no
+/// positive `t` falls below (a subnormal could be flushed to zero), and a segment's `tfar` is the
+/// float below 1.
+const TNEAR: f32 = f32::MIN_POSITIVE;
 const SEGMENT_TFAR: f32 = 1.0 - f32::EPSILON / 2.0;
 
 /// One Embree device and scene over a scene's sight-blocking triangles.
@@ -233,7 +236,7 @@ impl EmbreeScene {
     fn ray(s: &Segment) -> RTCRay {
         RTCRay {
             org: s.start,
-            tnear: 0.0,
+            tnear: TNEAR,
             dir: (s.end() - s.start()).to_array(),
             tfar: SEGMENT_TFAR,
             mask: u32::MAX,
@@ -274,7 +277,7 @@ impl EmbreeScene {
                         let r = Self::ray(s);
                         (p.org_x[l], p.org_y[l], p.org_z[l]) = (r.org[0], r.org[1], r.org[2]);
                         (p.dir_x[l], p.dir_y[l], p.dir_z[l]) = (r.dir[0], r.dir[1], r.dir[2]);
-                        (p.tnear[l], p.tfar[l], p.mask[l]) = (0.0, SEGMENT_TFAR, u32::MAX);
+                        (p.tnear[l], p.tfar[l], p.mask[l]) = (TNEAR, SEGMENT_TFAR, u32::MAX);
                         valid[l] = -1;
                     }
                     // SAFETY: a committed scene, a 64-byte aligned packet, 16 valid flags.
@@ -298,6 +301,7 @@ impl EmbreeScene {
                     let mut rh = RTCRayHit {
                         ray: RTCRay {
                             org: ray.origin,
+                            tnear: TNEAR,
                             dir: ray.dir,
                             tfar: ray.t_max,
                             mask: u32::MAX,
