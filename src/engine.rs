@@ -223,6 +223,38 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// [`Engine::closest_hit_records`] for rays that all point straight down (`dir` exactly
+    /// `-Y`), given row-major with `width` rays a row, as a top-down picture traces them: the
+    /// GPU runs its ordinary kernel, the CPU shares one walk of the tree between each tile of
+    /// neighbouring rays. The answers are the same, bit for bit.
+    pub fn closest_hit_down(
+        &self,
+        scene: &Scene,
+        rays: &[Ray],
+        width: usize,
+        mask: Mask,
+    ) -> Result<Vec<HitRecord>> {
+        if let Some(r) = rays.iter().find(|r| r.dir != [0.0, -1.0, 0.0]) {
+            return Err(Error::InvalidInput(format!(
+                "closest_hit_down takes rays pointing straight down, got direction {:?}: use \
+                 closest_hit for other rays",
+                r.dir
+            )));
+        }
+        if width == 0 && !rays.is_empty() {
+            return Err(Error::param("width", 0, "at least one ray a row"));
+        }
+        match &self.gpu {
+            None => {
+                trace::validate_rays(rays)?;
+                Ok(cpu::closest_hit(&scene.tiers(), rays, mask.bits()))
+            }
+            Some(_) => self.closest_hit_records(scene, rays, mask),
+        }
+    }
+}
+
 async fn pick_adapter(instance: &wgpu::Instance) -> Result<wgpu::Adapter> {
     if let Ok(name) = std::env::var("WGPU_ADAPTER_NAME") {
         let want = name.to_lowercase();

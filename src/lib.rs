@@ -28,6 +28,7 @@ pub mod tables;
 pub mod terrain;
 pub mod tpm;
 pub mod trace;
+pub mod underlay;
 pub mod viewshed;
 
 pub use engine::{Backend, Engine, EngineOptions};

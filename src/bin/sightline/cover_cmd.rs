@@ -1,9 +1,10 @@
 //! `sightline cover` and `sightline cover-field`.
 
-use crate::picture::{cover_colour, fate_colour, Canvas};
+use crate::picture::{
+    cover_colour, cover_keys, fate_colour, fate_keys, legend::Key, mark_observers, palette, Canvas,
+};
 use crate::AnyResult;
 use glam::Vec3;
-use image::Rgb;
 use serde_json::json;
 use sightline::cover::dense::{find_cover as dense_cover, DenseParams, DenseQuery};
 use sightline::cover::field::{cover_field as field, CellCover, CoverFieldParams};
@@ -17,16 +18,33 @@ fn v(p: Vec3) -> serde_json::Value {
     json!([p.x, p.y, p.z])
 }
 
-fn underlay(canvas: &mut Canvas, f: &sightline::cover::field::CoverField) {
+/// The cover field over the scene, with its legend.
+fn draw_field(canvas: &mut Canvas, f: &sightline::cover::field::CoverField) {
     for (i, &c) in f.cells.iter().enumerate() {
+        let Some(colour) = cover_colour(c) else {
+            continue;
+        };
         let (col, row) = ((i % f.width) as f32, (i / f.width) as f32);
         canvas.cell(
             f.origin.x + col * f.cell,
             f.origin.y + row * f.cell,
             f.cell,
-            cover_colour(c),
+            colour,
         );
     }
+    cover_keys(canvas);
+}
+
+/// The agent (an orange disc) and the chosen spot with the path to it (white).
+fn mark_choice(canvas: &mut Canvas, agent: Vec3, choice: Option<(&[Vec3], Vec3)>) {
+    if let Some((path, spot)) = choice {
+        canvas.path(path, palette::WHITE);
+        canvas.ring(spot, 10.0, palette::WHITE);
+        canvas.key(Key::line(palette::WHITE, "path to the chosen cover"));
+        canvas.key(Key::ring(palette::WHITE, "chosen cover"));
+    }
+    canvas.disc(agent, 7.0, palette::ORANGE);
+    canvas.key(Key::disc(palette::ORANGE, "agent"));
 }
 
 fn rejected_json(r: &[Rejection]) -> Vec<serde_json::Value> {
@@ -92,7 +110,13 @@ pub fn dense(
     }
     if let Some(path) = png {
         let size = (2.0 * radius).min(60.0);
-        let mut canvas = Canvas::new(agent, size, (900.0 / size).max(4.0));
+        let mut canvas = Canvas::over(
+            engine,
+            scene,
+            agent,
+            size,
+            "cover, dense search: the cover field, cells searched, the choice",
+        )?;
         let fp = CoverFieldParams {
             size,
             cell: params.cell,
@@ -107,32 +131,29 @@ pub fn dense(
             mask,
             &fp,
         )?;
-        underlay(&mut canvas, &f);
-        // The searched cells, outlined in white over the field.
+        draw_field(&mut canvas, &f);
+        // The searched cells, small white dots over the field.
         for e in &a.explored {
-            canvas.disc(e.position, 1.0, Rgb([255, 255, 255]));
+            canvas.disc(e.position, 1.0, palette::WHITE);
+        }
+        if !a.explored.is_empty() {
+            canvas.key(Key::disc(palette::WHITE, "cell the search reached"));
         }
         for r in &a.rejected {
-            canvas.disc(r.position, 5.0, Rgb([230, 40, 40]));
+            canvas.disc(r.position, 5.0, palette::VERMILLION);
         }
-        if let Some(c) = &a.choice {
-            for w in c.path.windows(2) {
-                canvas.line(w[0], w[1], Rgb([255, 255, 255]));
-            }
-            canvas.ring(c.position, 9.0, Rgb([255, 255, 255]));
+        if !a.rejected.is_empty() {
+            canvas.key(Key::disc(palette::VERMILLION, "rejected by the body check"));
         }
-        canvas.disc(agent, 6.0, Rgb([255, 220, 0]));
+        mark_choice(
+            &mut canvas,
+            agent,
+            a.choice.as_ref().map(|c| (&c.path[..], c.position)),
+        );
         mark_observers(&mut canvas, &query.observers);
         canvas.save(path)?;
     }
     Ok(())
-}
-
-fn mark_observers(canvas: &mut Canvas, observers: &[Vec3]) {
-    for &o in observers {
-        canvas.disc(o, 7.0, Rgb([0, 0, 0]));
-        canvas.disc(o, 5.0, Rgb([230, 30, 30]));
-    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -207,7 +228,13 @@ pub fn cover(
     }
     if let Some(path) = png {
         let size = 30.0;
-        let mut canvas = Canvas::new(agent, size, 20.0);
+        let mut canvas = Canvas::over(
+            engine,
+            scene,
+            agent,
+            size,
+            "cover, sensor grid: sensors by fate over the cover field",
+        )?;
         let fp = CoverFieldParams {
             size,
             cell: 0.25,
@@ -222,18 +249,16 @@ pub fn cover(
             mask,
             &fp,
         )?;
-        underlay(&mut canvas, &f);
-        if let Some(c) = &a.choice {
-            for w in c.path.windows(2) {
-                canvas.line(w[0], w[1], Rgb([255, 255, 255]));
-            }
-            canvas.ring(c.position, 9.0, Rgb([255, 255, 255]));
-        }
+        draw_field(&mut canvas, &f);
         for s in &a.sensors {
-            canvas.disc(s.position, 5.0, Rgb([255, 255, 255]));
-            canvas.disc(s.position, 4.0, fate_colour(s.fate));
+            canvas.disc(s.position, 4.5, fate_colour(s.fate));
         }
-        canvas.disc(agent, 6.0, Rgb([255, 220, 0]));
+        fate_keys(&mut canvas, a.sensors.iter().map(|s| s.fate));
+        mark_choice(
+            &mut canvas,
+            agent,
+            a.choice.as_ref().map(|c| (&c.path[..], c.position)),
+        );
         mark_observers(&mut canvas, &query.observers);
         canvas.save(path)?;
     }
@@ -288,11 +313,17 @@ pub fn cover_field(
         );
     }
     if let Some(path) = png {
-        let px = (600.0 / size).max(1.0);
-        let mut canvas = Canvas::new(center, size, px);
-        underlay(&mut canvas, &f);
+        let mut canvas = Canvas::over(
+            engine,
+            scene,
+            center,
+            size,
+            "cover field: the highest posture hidden per cell",
+        )?;
+        draw_field(&mut canvas, &f);
         mark_observers(&mut canvas, observers);
-        canvas.ring(center, 6.0, Rgb([255, 220, 0]));
+        canvas.ring(center, 6.0, palette::ORANGE);
+        canvas.key(Key::ring(palette::ORANGE, "centre of the field"));
         canvas.save(path)?;
     }
     Ok(())

@@ -2,7 +2,7 @@
 //! sheet of frames, the final threat map and the cover map.
 
 use crate::nav_cmd::bounds;
-use crate::picture::{scene_canvas, spectrum, Canvas};
+use crate::picture::{self, legend, legend::Key, palette, Canvas};
 use crate::tpm_cmd::nearest;
 use crate::AnyResult;
 use glam::Vec3;
@@ -206,16 +206,20 @@ pub fn run(
         .map_err(|e| format!("{}: {e}", path.display()))?;
     eprintln!("wrote {}", path.display());
     let (lo, hi) = bounds(nodes).ok_or("no nodes")?;
-    let base = scene_canvas(engine, scene, lo, hi, 560.0)?;
-    contact_sheet(&base, &world, &out, &snaps, &a.out.join("frames.png"))?;
+    let small = Canvas::over_box_sized(engine, scene, lo, hi, "", picture::width() / 2)?;
+    contact_sheet(&small, &world, &out, &snaps, &a.out.join("frames.png"))?;
+    let base = Canvas::over_box(engine, scene, lo, hi, "")?;
     let mut c = base.clone();
-    heat(&mut c, g, &out.tpm[0]);
-    draw_path(&mut c, nodes, &out.team_paths[0], Rgb([255, 255, 255]));
+    c.set_title("fireteam: threat map at the end, team path, members");
+    heat(&mut c, g, &out.tpm[0], "threat probability");
+    draw_path(&mut c, nodes, &out.team_paths[0], palette::WHITE);
+    c.key(Key::line(palette::WHITE, "team path"));
     members(&mut c, out.frames.last().expect("a frame"), true);
     c.save(&a.out.join("tpm.png"))?;
     let mut c = base;
+    c.set_title("fireteam: cover per node (1 - exposure)");
     let cover: Vec<f32> = world.exposure().iter().map(|e| 1.0 - e).collect();
-    heat(&mut c, g, &cover);
+    heat(&mut c, g, &cover, "cover");
     c.save(&a.out.join("cover.png"))?;
     Ok(())
 }
@@ -259,8 +263,8 @@ fn report(out: &Outcome, world: &World, wall: f64) {
     );
 }
 
-/// Each node a square coloured by `values` (hot = high, relative to the highest).
-fn heat(c: &mut Canvas, g: &NavGraph, values: &[f32]) {
+/// Each node a square coloured by `values` (viridis, relative to the highest), and its key.
+fn heat(c: &mut Canvas, g: &NavGraph, values: &[f32], what: &str) {
     let nodes = g.nodes();
     let top = values.iter().copied().fold(1e-6f32, f32::max);
     let mut order: Vec<usize> = (0..nodes.len()).collect();
@@ -268,8 +272,14 @@ fn heat(c: &mut Canvas, g: &NavGraph, values: &[f32]) {
     let s = (1.6f32).max(3.0 / c.px());
     for i in order {
         let p = nodes[i];
-        c.cell(p.x - s / 2.0, p.z - s / 2.0, s, spectrum(values[i] / top));
+        c.cell(
+            p.x - s / 2.0,
+            p.z - s / 2.0,
+            s,
+            palette::viridis(values[i] / top),
+        );
     }
+    c.key(Key::ramp(what, "0", format!("{top:.3}")));
 }
 
 fn draw_path(c: &mut Canvas, nodes: &[Vec3], path: &[u32], colour: Rgb<u8>) {
@@ -279,18 +289,18 @@ fn draw_path(c: &mut Canvas, nodes: &[Vec3], path: &[u32], colour: Rgb<u8>) {
 }
 
 /// Member colours, one per member of a team (cycled).
-const COLOURS: [[u8; 3]; 6] = [
-    [255, 255, 255],
-    [255, 105, 180],
-    [0, 230, 118],
-    [255, 214, 0],
-    [0, 176, 255],
-    [255, 145, 0],
+const COLOURS: [Rgb<u8>; 6] = [
+    palette::WHITE,
+    palette::ORANGE,
+    palette::SKY_BLUE,
+    palette::YELLOW,
+    palette::PURPLE,
+    palette::VERMILLION,
 ];
 
 fn members(c: &mut Canvas, f: &Frame, gaze: bool) {
     for (k, m) in f.members.iter().enumerate() {
-        let colour = Rgb(COLOURS[k % COLOURS.len()]);
+        let colour = COLOURS[k % COLOURS.len()];
         if gaze {
             let fov = 60f32.to_radians();
             for a in [m.gaze_yaw - fov / 2.0, m.gaze_yaw + fov / 2.0] {
@@ -298,8 +308,11 @@ fn members(c: &mut Canvas, f: &Frame, gaze: bool) {
                 c.line(m.position, end, colour);
             }
         }
-        c.disc(m.position, 4.0, Rgb([0, 0, 0]));
-        c.disc(m.position, 3.0, colour);
+        c.disc(m.position, 4.0, colour);
+    }
+    c.key(Key::disc(palette::WHITE, "member (one colour each)"));
+    if gaze {
+        c.key(Key::line(palette::WHITE, "member's gaze (60 deg)"));
     }
 }
 
@@ -324,6 +337,7 @@ fn contact_sheet(
         rows * h + (rows - 1) * 4,
         Rgb([0, 0, 0]),
     );
+    let mut keys = Vec::new();
     for k in 0..panels {
         let f = &frames[if panels > 1 {
             k * (frames.len() - 1) / (panels - 1)
@@ -336,12 +350,12 @@ fn contact_sheet(
             .map(|s| &s.1[..])
             .unwrap_or(&out.tpm[0]);
         let mut c = base.clone();
-        heat(&mut c, g, snap);
+        heat(&mut c, g, snap, "threat probability");
         for p in &out.team_paths {
-            draw_path(&mut c, nodes, p, Rgb([255, 255, 255]));
+            draw_path(&mut c, nodes, p, palette::WHITE);
         }
         for (i, m) in f.members.iter().enumerate() {
-            let colour = Rgb(COLOURS[i % COLOURS.len()]);
+            let colour = COLOURS[i % COLOURS.len()];
             let mut prev = m.position;
             for &n in &m.plan {
                 c.line(prev, nodes[n as usize], colour);
@@ -349,12 +363,17 @@ fn contact_sheet(
             }
         }
         members(&mut c, f, true);
+        if k == 0 {
+            keys = c.keys().to_vec();
+            keys.push(Key::line(
+                palette::WHITE,
+                "team path; thin: a member's plan",
+            ));
+        }
         let (x, y) = ((k as u32 % cols) * (w + 4), (k as u32 / cols) * (h + 4));
         image::imageops::replace(&mut sheet, &c.img, i64::from(x), i64::from(y));
     }
-    sheet
-        .save(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    eprintln!("wrote {} ({panels} frames)", path.display());
+    let title = format!("fireteam: {panels} frames, left to right, top to bottom");
+    picture::save(&legend::attach(&sheet, &title, &keys, base.px()), path)?;
     Ok(())
 }

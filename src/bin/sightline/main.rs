@@ -20,6 +20,9 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Width of every picture's map in pixels (the legend panel is added beside it).
+    #[arg(long, global = true, default_value_t = picture::DEFAULT_WIDTH)]
+    width: u32,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -175,6 +178,17 @@ enum Command {
         mask: MaskArg,
         #[arg(long)]
         out: PathBuf,
+    },
+    /// The scene from straight above, as every picture draws it under its results: ground
+    /// shaded by height and slope, walls dark, roofs and bridges hatched, water and foliage.
+    Map {
+        #[command(flatten)]
+        scene: SceneArgs,
+        /// Draw only this part of the scene: X0,Z0,X1,Z1 in metres (default: all of it).
+        #[arg(long, value_parser = parse_area, allow_hyphen_values = true)]
+        area: Option<[f32; 4]>,
+        #[arg(long)]
+        png: PathBuf,
     },
     /// The ground cells (0.25 m) an observer's eye sees, as a top-down picture.
     Viewshed {
@@ -505,6 +519,7 @@ fn engine(b: BackendArg) -> AnyResult<Engine> {
 }
 
 fn run(cli: Cli) -> AnyResult<()> {
+    picture::set_width(cli.width)?;
     match cli.command {
         Command::Trace {
             scene,
@@ -680,7 +695,7 @@ fn run(cli: Cli) -> AnyResult<()> {
                 &out,
             )?;
             if let (Some(v), Some(p)) = (view, png) {
-                tables_cmd::view_png(&table, v, &p)?;
+                tables_cmd::view_png(&table, v, Some((&e, &s)), &p)?;
             }
             Ok(())
         }
@@ -797,11 +812,34 @@ fn run(cli: Cli) -> AnyResult<()> {
         Command::Inspect { file, view, png } => {
             tables_cmd::inspect(&file)?;
             if let (Some(v), Some(p)) = (view, png) {
-                tables_cmd::view_png(&sightline::tables::MappedTable::open(&file)?, v, &p)?;
+                tables_cmd::view_png(&sightline::tables::MappedTable::open(&file)?, v, None, &p)?;
             }
             Ok(())
         }
         Command::Merge { out, shards } => tables_cmd::merge(&shards, &out),
+        Command::Map { scene, area, png } => {
+            let s = load_scene(&scene)?;
+            let e = engine(scene.backend)?;
+            let (lo, hi) = match area {
+                Some([x0, z0, x1, z1]) => (
+                    Vec3::new(x0.min(x1), 0.0, z0.min(z1)),
+                    Vec3::new(x0.max(x1), 0.0, z0.max(z1)),
+                ),
+                None => s.bounds().ok_or("the scene is empty: nothing to draw")?,
+            };
+            let t = std::time::Instant::now();
+            let c =
+                picture::Canvas::over_box(&e, &s, lo, hi, format!("{} from above", scene.scene))?;
+            println!(
+                "{} x {} pixels of {:.3} m in {:.3} s",
+                c.img.width(),
+                c.img.height(),
+                1.0 / c.px(),
+                t.elapsed().as_secs_f64()
+            );
+            c.save(&png)?;
+            Ok(())
+        }
         Command::Viewshed {
             scene,
             observer,
@@ -832,10 +870,8 @@ fn run(cli: Cli) -> AnyResult<()> {
                 v.rays_per_second() / 1e6
             );
             if let Some(path) = png {
-                picture::viewshed_png(&v)?
-                    .save(&path)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
-                println!("wrote {}", path.display());
+                let title = format!("viewshed, {} from {observer}", scene.scene);
+                picture::viewshed(&e, &s, &v, &title)?.save(&path)?;
             }
             Ok(())
         }

@@ -1,9 +1,8 @@
 //! `sightline navgraph`: generate (or load) a nav graph, report it, write JSON, CSV and a picture.
 
-use crate::picture::{scene_canvas, spectrum, Canvas};
+use crate::picture::{legend::Key, palette, Canvas};
 use crate::AnyResult;
 use glam::Vec3;
-use image::Rgb;
 use sightline::nav::{self, CostParams, NavGraph, NavParams, NavReport};
 use sightline::{Engine, Scene};
 use std::fmt::Write as _;
@@ -172,7 +171,13 @@ pub fn picture(
     if let Some([x0, z0, x1, z1]) = area {
         (lo.x, lo.z, hi.x, hi.z) = (x0.min(x1), z0.min(z1), x0.max(x1), z0.max(z1));
     }
-    let mut canvas = scene_canvas(engine, scene, lo, hi, 1400.0)?;
+    let mut canvas = Canvas::over_box(
+        engine,
+        scene,
+        lo,
+        hi,
+        "nav graph: nodes and edges by height",
+    )?;
     draw_graph(&mut canvas, g, lo.y, hi.y);
     Ok(canvas.save(path)?)
 }
@@ -188,7 +193,7 @@ pub fn bounds(points: &[Vec3]) -> Option<(Vec3, Vec3)> {
 
 pub fn draw_graph(canvas: &mut Canvas, g: &NavGraph, ylo: f32, yhi: f32) {
     let colour = |y: f32| {
-        spectrum(if yhi > ylo {
+        palette::viridis(if yhi > ylo {
             (y - ylo) / (yhi - ylo)
         } else {
             0.5
@@ -210,7 +215,7 @@ pub fn draw_graph(canvas: &mut Canvas, g: &NavGraph, ylo: f32, yhi: f32) {
     });
     let mut order: Vec<usize> = (0..nodes.len()).collect();
     order.sort_by(|&a, &b| key(a).0.cmp(&key(b).0).then(key(a).1.total_cmp(&key(b).1)));
-    let r = (0.18 * canvas.px()).clamp(1.5, 4.0);
+    let r = (0.18 * canvas.px() / canvas.unit()).clamp(1.5, 4.0);
     let mut e = 0;
     for i in order {
         // Each component's edges just before its nodes.
@@ -220,12 +225,23 @@ pub fn draw_graph(canvas: &mut Canvas, g: &NavGraph, ylo: f32, yhi: f32) {
             e += 1;
         }
         if comps.label[i] != 0 {
-            canvas.ring(nodes[i], r + 2.5, Rgb([230, 40, 230]));
+            canvas.ring(nodes[i], r + 2.5, palette::PURPLE);
         }
         canvas.disc(nodes[i], r, colour(nodes[i].y));
     }
     for edge in &edges[e..] {
         let (a, b) = (nodes[edge.a as usize], nodes[edge.b as usize]);
         canvas.gradient(a, b, colour(a.y), colour(b.y));
+    }
+    canvas.key(Key::ramp(
+        "node and edge height",
+        format!("{ylo:.1} m"),
+        format!("{yhi:.1} m"),
+    ));
+    if comps.label.iter().any(|&l| l != 0) {
+        canvas.key(Key::ring(
+            palette::PURPLE,
+            "node cut off from the largest part",
+        ));
     }
 }

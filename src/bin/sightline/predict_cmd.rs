@@ -2,7 +2,7 @@
 //! (van der Sterren, *Terrain Reasoning for 3D Action Games*); a report, JSON and a picture.
 
 use crate::nav_cmd::bounds;
-use crate::picture::scene_canvas;
+use crate::picture::{legend::Key, palette, Canvas};
 use crate::AnyResult;
 use glam::Vec3;
 use image::Rgb;
@@ -50,14 +50,14 @@ pub struct Args {
     json: Option<PathBuf>,
 }
 
-const GRAPH: Rgb<u8> = Rgb([55, 65, 90]);
-const OBSERVER: Rgb<u8> = Rgb([255, 255, 255]);
-const SEEN: Rgb<u8> = Rgb([255, 220, 0]);
-const EXTRAPOLATED: Rgb<u8> = Rgb([230, 40, 40]);
-const STEPS: Rgb<u8> = Rgb([0, 220, 255]);
-const PRESUMED: Rgb<u8> = Rgb([230, 40, 230]);
-const PATH: Rgb<u8> = Rgb([60, 220, 90]);
-const AIM: Rgb<u8> = Rgb([255, 150, 0]);
+const GRAPH: Rgb<u8> = Rgb([110, 110, 120]);
+const OBSERVER: Rgb<u8> = palette::WHITE;
+const SEEN: Rgb<u8> = palette::YELLOW;
+const EXTRAPOLATED: Rgb<u8> = palette::VERMILLION;
+const STEPS: Rgb<u8> = palette::SKY_BLUE;
+const PRESUMED: Rgb<u8> = palette::PURPLE;
+const PATH: Rgb<u8> = palette::BLUISH_GREEN;
+const AIM: Rgb<u8> = palette::ORANGE;
 
 pub fn run(engine: &Engine, scene: &Scene, graph: &NavGraph, a: &Args) -> AnyResult<()> {
     let sighting = Sighting {
@@ -118,8 +118,14 @@ pub fn run(engine: &Engine, scene: &Scene, graph: &NavGraph, a: &Args) -> AnyRes
         for p in [a.observer, a.seen, r.extrapolated] {
             (lo, hi) = (lo.min(p), hi.max(p));
         }
-        let mut c = scene_canvas(engine, scene, lo, hi, 1400.0)?;
-        let r_px = (0.25 * c.px()).clamp(2.0, 6.0);
+        let mut c = Canvas::over_box(
+            engine,
+            scene,
+            lo,
+            hi,
+            "predict: where the threat went, where to aim",
+        )?;
+        let r_px = (0.25 * c.px() / c.unit()).clamp(2.0, 6.0);
         // Faint, one colour: the graph is the backdrop.
         for e in graph.edges() {
             c.line(nodes[e.a as usize], nodes[e.b as usize], GRAPH);
@@ -145,10 +151,18 @@ pub fn run(engine: &Engine, scene: &Scene, graph: &NavGraph, a: &Args) -> AnyRes
         }
         c.ring(a.observer, r_px + 3.0, OBSERVER);
         c.disc(a.observer, r_px, OBSERVER);
-        eprintln!(
-            "legend: white observer, yellow last seen + velocity (1 s), red straight extrapolation, \
-             cyan valid steps, magenta presumed, green path to the observer, orange aim point"
-        );
+        for k in [
+            Key::ring(OBSERVER, "observer"),
+            Key::disc(SEEN, "last seen, arrow: velocity (1 s)"),
+            Key::ring(EXTRAPOLATED, "straight extrapolation"),
+            Key::disc(STEPS, "valid steps"),
+            Key::disc(PRESUMED, "presumed position"),
+            Key::line(PATH, "path to the observer"),
+            Key::ring(AIM, "aim point"),
+            Key::line(GRAPH, "nav graph"),
+        ] {
+            c.key(k);
+        }
         c.save(path)?;
     }
     Ok(())

@@ -4,7 +4,7 @@
 //! JSON and a top-down picture.
 
 use crate::nav_cmd::bounds;
-use crate::picture::{scene_canvas, spectrum, Canvas};
+use crate::picture::{legend::Key, palette, Canvas};
 use crate::AnyResult;
 use glam::Vec3;
 use image::Rgb;
@@ -60,12 +60,12 @@ pub struct Args {
 const NO_THREAT: &str =
     "give at least one --threat X,Y,Z (a threat's eye in metres): cover is taken from threats";
 
-const EDGE: Rgb<u8> = Rgb([175, 175, 185]);
-const COVER: Rgb<u8> = Rgb([255, 255, 255]);
-const THREAT: Rgb<u8> = Rgb([235, 30, 30]);
-const CENTRE: Rgb<u8> = Rgb([255, 220, 0]);
-const AGENT: Rgb<u8> = Rgb([255, 255, 255]);
-const PATH: Rgb<u8> = Rgb([255, 40, 255]);
+const EDGE: Rgb<u8> = Rgb([110, 110, 120]);
+const COVER: Rgb<u8> = palette::WHITE;
+const THREAT: Rgb<u8> = palette::PURPLE;
+const CENTRE: Rgb<u8> = palette::ORANGE;
+const AGENT: Rgb<u8> = palette::WHITE;
+const PATH: Rgb<u8> = palette::VERMILLION;
 
 /// Everything the outputs show.
 struct Answer {
@@ -348,8 +348,14 @@ fn picture(
     for t in a.threats.iter().filter(|t| near(t)) {
         (lo, hi) = (lo.min(*t), hi.max(*t));
     }
-    let mut c = scene_canvas(engine, scene, lo, hi, 1400.0)?;
-    let r_px = (0.2 * c.px()).clamp(2.0, 5.0);
+    let mut c = Canvas::over_box(
+        engine,
+        scene,
+        lo,
+        hi,
+        "ring graph: nodes by score, route to the best",
+    )?;
+    let r_px = (0.2 * c.px() / c.unit()).clamp(2.0, 5.0);
     for e in g.edges() {
         c.line(nodes[e[0] as usize], nodes[e[1] as usize], EDGE);
     }
@@ -361,21 +367,18 @@ fn picture(
     for &i in &order {
         if s.in_cover[i] {
             c.disc(nodes[i], r_px + 2.5, COVER);
-            c.disc(nodes[i], r_px + 1.0, spectrum(s.score[i]));
+            c.disc(nodes[i], r_px + 1.0, palette::viridis(s.score[i]));
         } else {
-            c.disc(nodes[i], 0.75 * r_px, spectrum(s.score[i]));
+            c.disc(nodes[i], 0.75 * r_px, palette::viridis(s.score[i]));
         }
     }
     if let Some(route) = &r.route {
-        let w = (0.5 * r_px).max(2.0);
-        for p in route.points.windows(2) {
-            thick(&mut c, p[0], p[1], w, PATH);
-        }
+        c.path(&route.points, PATH);
     }
     if let Some(b) = r.best {
         let p = nodes[b as usize];
         c.ring(p, r_px + 6.0, PATH);
-        c.disc(p, r_px, spectrum(s.score[b as usize]));
+        c.disc(p, r_px, palette::viridis(s.score[b as usize]));
     }
     let centre = nodes[g.centre() as usize];
     c.ring(centre, r_px + 6.0, CENTRE);
@@ -391,11 +394,19 @@ fn picture(
         c.disc(p, r_px, THREAT);
         cross(&mut c, p, 2.0 * r_px + 10.0, THREAT);
     }
-    eprintln!(
-        "legend: nodes by score blue (0) to red (1), white outline in cover from every threat, \
-         grey edges, magenta path (ringed: the best node), yellow ring the centre, white ring the \
-         agent, red crosses the threats (on the border when far)"
-    );
+    c.key(Key::ramp("node score", "0", "1"));
+    c.key(Key::disc(
+        COVER,
+        "large, white edge: in cover from every threat",
+    ));
+    c.key(Key::line(EDGE, "ring graph edge"));
+    c.key(Key::line(PATH, "route (ringed: the best node)"));
+    c.key(Key::ring(CENTRE, "centre of the rings"));
+    c.key(Key::ring(AGENT, "agent"));
+    c.key(Key::ring(
+        THREAT,
+        "threat (crossed; on the border when far)",
+    ));
     c.save(path)?;
     Ok(())
 }

@@ -1,8 +1,7 @@
 //! `sightline precompute`, `inspect` and `merge`.
 
-use crate::picture::Canvas;
+use crate::picture::{legend::Key, palette, Canvas};
 use crate::AnyResult;
-use image::Rgb;
 use sightline::tables::{self, MappedTable, PrecomputeParams, Stage, TableFile};
 use sightline::{Engine, Scene};
 use std::path::{Path, PathBuf};
@@ -92,9 +91,16 @@ pub fn load_for_scene(path: &Path, scene: &Scene) -> sightline::Result<TableFile
     Ok(table)
 }
 
-/// One waypoint's view, top-down (Darken, McCue and Guerrero, figure 2): waypoints it sees in yellow (shaded by
-/// the target's contrast when intervis is present), the rest dark, the waypoint itself red.
-pub fn view_png(table: &MappedTable, from: usize, path: &Path) -> AnyResult<()> {
+/// One waypoint's view, top-down (Darken, McCue and Guerrero, figure 2): waypoints it sees in
+/// yellow (by the target's contrast on the viridis scale when intervis is present), the rest
+/// blue, the waypoint itself orange; over the scene when it is given (`inspect` has only the
+/// table).
+pub fn view_png(
+    table: &MappedTable,
+    from: usize,
+    scene: Option<(&sightline::Engine, &sightline::Scene)>,
+    path: &Path,
+) -> AnyResult<()> {
     let n = table.n() as usize;
     if from >= n {
         return Err(format!(
@@ -111,7 +117,11 @@ pub fn view_png(table: &MappedTable, from: usize, path: &Path) -> AnyResult<()> 
     }
     let size = (hi - lo).x.max((hi - lo).z) + 4.0;
     let centre = (lo + hi) * 0.5;
-    let mut canvas = Canvas::new(centre, size, (800.0 / size).max(2.0));
+    let title = format!("waypoint {from}'s view");
+    let mut canvas = match scene {
+        Some((e, s)) => Canvas::over(e, s, centre, size, title)?,
+        None => Canvas::blank(centre, size, format!("{title} (scene not drawn)")),
+    };
     let max_c = (0..table.intervis_len())
         .map(|e| table.intervis_entry(e).2.contrast)
         .fold(1e-6, f32::max);
@@ -119,16 +129,25 @@ pub fn view_png(table: &MappedTable, from: usize, path: &Path) -> AnyResult<()> 
         let colour = if j == from {
             continue;
         } else if !table.visible(from as u32, j as u32) {
-            Rgb([70, 70, 90])
+            palette::BLUE
         } else if let Some(rec) = table.intervis(from as u32, j as u32) {
-            let k = 0.35 + 0.65 * (rec.contrast / max_c).clamp(0.0, 1.0);
-            Rgb([(250.0 * k) as u8, (220.0 * k) as u8, (60.0 * k) as u8])
+            palette::viridis(0.5 + 0.5 * (rec.contrast / max_c).clamp(0.0, 1.0))
         } else {
-            Rgb([250, 220, 60])
+            palette::YELLOW
         };
         canvas.disc(w, 2.5, colour);
     }
-    canvas.disc(waypoints[from], 6.0, Rgb([230, 30, 30]));
+    canvas.disc(waypoints[from], 6.0, palette::ORANGE);
+    canvas.key(Key::disc(palette::ORANGE, format!("waypoint {from}")));
+    canvas.key(Key::disc(palette::YELLOW, "waypoint it sees"));
+    if table.intervis_len() > 0 {
+        canvas.key(Key::ramp(
+            "contrast of a seen target",
+            "0",
+            format!("{max_c:.2}"),
+        ));
+    }
+    canvas.key(Key::disc(palette::BLUE, "waypoint it does not see"));
     canvas.save(path)?;
     Ok(())
 }

@@ -3,9 +3,8 @@
 //! a CSV for tuning in a spreadsheet and a top-down heat map.
 
 use crate::nav_cmd::bounds;
-use crate::picture::{scene_canvas, spectrum};
+use crate::picture::{legend::Key, palette, Canvas};
 use crate::AnyResult;
-use image::Rgb;
 use sightline::nav::NavGraph;
 use sightline::terrain::experience::{Experience, ExperienceParams};
 use sightline::terrain::props::{read_areas, read_key_locations, KeyKind};
@@ -290,13 +289,22 @@ fn heat_map(
 ) -> AnyResult<()> {
     let nodes = graph.nodes();
     let (lo, hi) = bounds(nodes).ok_or("the graph has no nodes to draw")?;
-    let mut c = scene_canvas(engine, scene, lo, hi, 1400.0)?;
+    let mut c = Canvas::over_box(
+        engine,
+        scene,
+        lo,
+        hi,
+        format!(
+            "terrain: {} rating per waypoint",
+            format!("{:?}", a.query).to_lowercase()
+        ),
+    )?;
     let (smin, smax) = scores
         .iter()
         .fold((f32::INFINITY, f32::NEG_INFINITY), |(x, y), &s| {
             (x.min(s), y.max(s))
         });
-    let r_px = (0.35 * c.px()).clamp(2.0, 9.0);
+    let r_px = (0.35 * c.px() / c.unit()).clamp(2.0, 9.0);
     // Coloured by rank, so a few outstanding spots do not wash the rest out; lowest first, so
     // the best are drawn on top.
     let n = order.len().max(2) as f32;
@@ -306,15 +314,15 @@ fn heat_map(
         } else {
             0.5
         };
-        c.disc(nodes[w], r_px, spectrum(t));
+        c.disc(nodes[w], r_px, palette::viridis(t));
     }
     for &w in order.iter().take(order.len().div_ceil(10)) {
-        c.ring(nodes[w], r_px + 2.0, Rgb([255, 255, 255]));
+        c.ring(nodes[w], r_px + 2.0, palette::WHITE);
     }
     for k in &survey.keys {
         let colour = match k.kind {
-            KeyKind::Door => Rgb([255, 220, 0]),
-            KeyKind::Window => Rgb([0, 220, 255]),
+            KeyKind::Door => palette::ORANGE,
+            KeyKind::Window => palette::SKY_BLUE,
         };
         let s = 0.4;
         for (dx, dz) in [(-s, -s), (s, -s), (s, s), (-s, s)] {
@@ -327,17 +335,28 @@ fn heat_map(
         // The direction, as an arrow from the map's centre.
         let centre = (lo + hi) * 0.5;
         let tip = centre + a.dir.unit() * 8.0;
-        let white = Rgb([255, 255, 255]);
+        let white = palette::WHITE;
         c.line(centre, tip, white);
         let back = -a.dir.unit() * 2.0;
         let side = glam::Vec3::new(-back.z, 0.0, back.x) * 0.6;
         c.line(tip, tip + back + side, white);
         c.line(tip, tip + back - side, white);
     }
-    eprintln!(
-        "legend: score rank blue (lowest) to red (highest), white rings the top 10 %, yellow squares doors, \
-         cyan squares windows, white arrow the direction"
-    );
+    c.key(Key::ramp("rank of the score", "lowest", "highest"));
+    c.key(Key::ring(palette::WHITE, "top 10 %"));
+    if survey.keys.iter().any(|k| matches!(k.kind, KeyKind::Door)) {
+        c.key(Key::swatch(palette::ORANGE, "door (outlined square)"));
+    }
+    if survey
+        .keys
+        .iter()
+        .any(|k| matches!(k.kind, KeyKind::Window))
+    {
+        c.key(Key::swatch(palette::SKY_BLUE, "window (outlined square)"));
+    }
+    if matches!(a.query, Query::Sniping | Query::Ambush) {
+        c.key(Key::line(palette::WHITE, "the direction asked for (arrow)"));
+    }
     c.save(path)?;
     Ok(())
 }

@@ -2,10 +2,9 @@
 //! a heat map over the scene and the gaze of every frame.
 
 use crate::nav_cmd::bounds;
-use crate::picture::{scene_canvas, spectrum};
+use crate::picture::{legend::Key, palette, Canvas};
 use crate::AnyResult;
 use glam::Vec3;
-use image::Rgb;
 use serde_json::json;
 use sightline::nav::NavGraph;
 use sightline::tables::TableFile;
@@ -165,7 +164,13 @@ fn heat_png(
 ) -> AnyResult<()> {
     let nodes = graph.nodes();
     let (lo, hi) = bounds(nodes).ok_or("no nodes")?;
-    let mut canvas = scene_canvas(engine, scene, lo, hi, 1400.0)?;
+    let mut canvas = Canvas::over_box(
+        engine,
+        scene,
+        lo,
+        hi,
+        "threat probability: where a threat likely is",
+    )?;
     let mut lengths: Vec<f32> = graph.edges().iter().map(|e| e.length).collect();
     lengths.sort_by(f32::total_cmp);
     let cell = lengths
@@ -179,7 +184,12 @@ fn heat_png(
     for i in order {
         let p = nodes[i];
         let s = 0.8 * cell;
-        canvas.cell(p.x - s / 2.0, p.z - s / 2.0, s, spectrum(values[i] / top));
+        canvas.cell(
+            p.x - s / 2.0,
+            p.z - s / 2.0,
+            s,
+            palette::viridis(values[i] / top),
+        );
     }
     let fov = searcher.params.fov_degrees.to_radians();
     let last = log.last().and_then(|f| f["gazes"].as_array());
@@ -191,11 +201,14 @@ fn heat_png(
             let yaw = (yaw as f32).to_radians();
             for a in [yaw - fov / 2.0, yaw, yaw + fov / 2.0] {
                 let end = v.eye + Vec3::new(a.cos(), 0.0, a.sin()) * 12.0;
-                canvas.line(v.eye, end, Rgb([255, 255, 255]));
+                canvas.line(v.eye, end, palette::WHITE);
             }
         }
-        canvas.ring(v.eye, 7.0, Rgb([255, 255, 255]));
-        canvas.disc(v.eye, 3.0, Rgb([0, 0, 0]));
+        canvas.ring(v.eye, 7.0, palette::WHITE);
+        canvas.disc(v.eye, 3.0, palette::BLACK);
     }
+    canvas.key(Key::ramp("threat probability", "0", format!("{top:.3}")));
+    canvas.key(Key::ring(palette::WHITE, "team member"));
+    canvas.key(Key::line(palette::WHITE, "last gaze: edges and centre"));
     Ok(canvas.save(path)?)
 }
