@@ -1,7 +1,7 @@
 //! The panel beside every picture: a title, what each colour and marker means, a scale bar and
 //! a north arrow, drawn with `embedded-graphics` (its fonts and primitives) on the image.
 
-use super::palette::{shade, viridis, BLACK, WHITE};
+use super::palette::{shade, viridis, BLACK};
 use embedded_graphics::mono_font::{ascii, MonoFont, MonoTextStyle};
 use embedded_graphics::pixelcolor::Rgb888;
 use embedded_graphics::prelude::*;
@@ -11,6 +11,9 @@ use embedded_graphics::primitives::{
 use embedded_graphics::text::{Baseline, Text};
 use image::{Rgb, RgbImage};
 use std::convert::Infallible;
+
+/// The panel's background: light grey, so white marks and the scene's white (nothing) show.
+const PANEL: Rgb<u8> = Rgb([232, 232, 232]);
 
 /// An image as a drawing target; colours are laid over the pixels with opacity `alpha`.
 pub struct Target<'a> {
@@ -160,7 +163,7 @@ pub fn attach(map: &RgbImage, title: &str, keys: &[Key], px: f32) -> RgbImage {
         .sum::<usize>();
     let needed = (lines as i32 * line_h + 6 * line_h + 4 * ch) as u32;
     let (w, h) = (map.width() + panel_w, map.height().max(needed));
-    let mut out = RgbImage::from_pixel(w, h, WHITE);
+    let mut out = RgbImage::from_pixel(w, h, PANEL);
     image::imageops::replace(&mut out, map, 0, 0);
     let mut t = Target::opaque(&mut out);
     let x0 = map.width() as i32 + pad;
@@ -230,15 +233,24 @@ fn draw_mark(t: &mut Target<'_>, k: &Key, p: Point, s: u32) {
             Ok(())
         }
         Mark::Disc => Circle::with_center(centre, s).into_styled(edge).draw(t),
-        Mark::Ring => Circle::with_center(centre, s)
-            .into_styled(PrimitiveStyle::with_stroke(c, 3))
-            .draw(t),
-        Mark::Line => Line::new(
-            p + Point::new(0, s as i32 / 2),
-            p + Point::new(s as i32, s as i32 / 2),
-        )
-        .into_styled(PrimitiveStyle::with_stroke(c, 3))
-        .draw(t),
+        // Black under the colour, as on the map, so white marks show on the panel.
+        Mark::Ring => {
+            let ring = Circle::with_center(centre, s - 2);
+            let _ = ring
+                .into_styled(PrimitiveStyle::with_stroke(Rgb888::BLACK, 5))
+                .draw(t);
+            ring.into_styled(PrimitiveStyle::with_stroke(c, 3)).draw(t)
+        }
+        Mark::Line => {
+            let line = Line::new(
+                p + Point::new(0, s as i32 / 2),
+                p + Point::new(s as i32, s as i32 / 2),
+            );
+            let _ = line
+                .into_styled(PrimitiveStyle::with_stroke(Rgb888::BLACK, 5))
+                .draw(t);
+            line.into_styled(PrimitiveStyle::with_stroke(c, 3)).draw(t)
+        }
         Mark::Ramp(..) => Ok(()),
     };
 }

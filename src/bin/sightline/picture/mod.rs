@@ -149,7 +149,7 @@ impl Canvas {
 
     /// Marker scale: 1 on a 900-pixel map, so markers keep their share of the picture.
     pub fn unit(&self) -> f32 {
-        (self.img.width() as f32 / 900.0).max(0.4)
+        (self.img.width() as f32 / 900.0).max(0.75)
     }
 
     fn to_px(&self, p: glam::Vec3) -> (f32, f32) {
