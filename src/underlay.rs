@@ -13,7 +13,7 @@
 //! Straight down alone cannot tell a room under a roof from a wall standing under it when their
 //! faces touch (the roof's underside on the wall's top, the wall's foot on the floor): a
 //! sideways ray from the middle of the headroom settles it, since from inside a closed solid
-//! the first face met is a back face.
+//! the first face met is a back face (within [`PROBE`] metres: nothing met reads as open).
 //!
 //! The passes are four batches whatever the size: every pixel, then the pixels with a top
 //! surface, then those whose top was a solid's, then the sideways probes of the overhangs. No image type is involved: the command-line
@@ -34,6 +34,9 @@ pub const STEP: f32 = 0.5;
 pub const WALL_REACH: f32 = 0.3;
 /// Surfaces steeper than this (radians from horizontal) are drawn as vertical geometry.
 pub const STEEP: f32 = 1.0;
+/// Length (metres) of the sideways probe of the headroom: a solid under a roof thicker than this along the
+/// probe reads as open headroom.
+pub const PROBE: f32 = 3.0;
 /// How far under a surface (metres) the next ray starts.
 const GAP: f32 = 0.01;
 
@@ -156,84 +159,89 @@ pub fn underlay(
         Ray::new(Vec3::new(c.x, y, c.y), Vec3::NEG_Y, (y - floor).max(0.0))
     };
 
-    // The top surface.
-    let rays: Vec<Ray> = (0..n).map(|i| down(i, sky)).collect();
-    let first = engine.closest_hit_down(scene, &rays, width, all)?;
-    out.rays += rays.len();
-    // What lies under it: from just below an open surface, or from inside a solid.
+    let clock = std::time::Instant::now();
+    // Every pass traces the whole grid, row-major, so the CPU's tiled walk sees neighbouring
+    // rays together; a pixel with nothing to ask gets a ray of length 0, which meets nothing.
+    let skip = |i: usize| {
+        let c = centre(i);
+        Ray::new(Vec3::new(c.x, sky, c.y), Vec3::NEG_Y, 0.0)
+    };
+    let hit_y = |r: &Ray, h: &HitRecord| (!is_miss(h)).then(|| r.origin[1] - h.t);
     let below = |y: f32| y - GAP - y.abs() * 1e-6;
-    let lit: Vec<usize> = (0..n).filter(|&i| !is_miss(&first[i])).collect();
-    let rays: Vec<Ray> = lit
-        .iter()
-        .map(|&i| down(i, below(sky - first[i].t)))
+
+    // The top surface.
+    let rays1: Vec<Ray> = (0..n).map(|i| down(i, sky)).collect();
+    let first = engine.closest_hit_down(scene, &rays1, width, all)?;
+    // What lies under it: from just below an open surface, or from inside a solid.
+    let rays2: Vec<Ray> = (0..n)
+        .map(|i| match hit_y(&rays1[i], &first[i]) {
+            Some(y) => down(i, below(y)),
+            None => skip(i),
+        })
         .collect();
-    let second = engine.closest_hit_down(scene, &rays, width, all)?;
-    out.rays += rays.len();
+    let second = engine.closest_hit_down(scene, &rays2, width, all)?;
     // Out of a solid's underside.
-    let inside: Vec<usize> = (0..lit.len())
-        .filter(|&k| !is_miss(&second[k]) && second[k].back != 0)
+    let rays3: Vec<Ray> = (0..n)
+        .map(|i| match hit_y(&rays2[i], &second[i]) {
+            Some(y) if second[i].back != 0 => down(i, below(y)),
+            _ => skip(i),
+        })
         .collect();
-    let rays: Vec<Ray> = inside
+    let third = engine.closest_hit_down(scene, &rays3, width, all)?;
+    let straight_down = clock.elapsed();
+    out.rays += [&rays1, &rays2, &rays3]
         .iter()
-        .map(|&k| down(lit[k], below(rays[k].origin[1] - second[k].t)))
-        .collect();
-    let third = engine.closest_hit_down(scene, &rays, width, all)?;
-    out.rays += rays.len();
+        .map(|r| r.iter().filter(|r| r.t_max > 0.0).count())
+        .sum::<usize>();
 
     let materials = scene.materials();
     let flags = |h: &HitRecord| materials[h.material as usize].flags;
-    // Per lit pixel: the top layer's underside and the surface under it.
-    let mut third_of = inside.iter().zip(&third).peekable();
-    let layers: Vec<(f32, f32, Option<(f32, HitRecord)>)> = lit
-        .iter()
-        .enumerate()
-        .map(|(k, &i)| {
-            let top_y = sky - first[i].t;
-            let start2 = below(top_y);
-            match &second[k] {
-                h if is_miss(h) => (top_y, top_y, None),
-                h if h.back != 0 => {
-                    let bottom = start2 - h.t;
-                    let (_, h3) = third_of.next().expect("one third ray per solid");
-                    let under = (!is_miss(h3)).then(|| (below(bottom) - h3.t, *h3));
-                    (top_y, bottom, under)
-                }
-                h => (top_y, top_y, Some((start2 - h.t, *h))),
+    // Per pixel: the top layer's underside and the surface under it.
+    let layer = |i: usize| -> (f32, Option<(f32, HitRecord)>) {
+        let top_y = sky - first[i].t;
+        match hit_y(&rays2[i], &second[i]) {
+            None => (top_y, None),
+            Some(bottom) if second[i].back != 0 => {
+                (bottom, hit_y(&rays3[i], &third[i]).map(|y| (y, third[i])))
             }
-        })
-        .collect();
+            Some(y) => (top_y, Some((y, second[i]))),
+        }
+    };
     // Headroom under a layer is open only if its middle is outside every closed solid: a
     // sideways ray from there first meets a front face. (Straight down alone cannot tell a
     // room under a roof from a wall standing on the floor under it when their faces touch.)
-    let open_candidates: Vec<usize> = (0..lit.len())
-        .filter(|&k| match layers[k].2 {
-            Some((y, h)) => layers[k].1 - y >= HEADROOM && h.back == 0,
-            None => false,
+    let candidates: Vec<(usize, f32)> = (0..n)
+        .filter(|&i| !is_miss(&first[i]))
+        .filter_map(|i| match layer(i) {
+            (underside, Some((y, h))) if underside - y >= HEADROOM && h.back == 0 => {
+                Some((i, 0.5 * (underside + y)))
+            }
+            _ => None,
         })
         .collect();
-    let reach = (hi - lo).length() + 1.0;
     let sideways = Vec3::new(0.8, 0.0, 0.6);
-    let probes: Vec<Ray> = open_candidates
+    let probes: Vec<Ray> = candidates
         .iter()
-        .map(|&k| {
-            let c = centre(lit[k]);
-            let mid = 0.5 * (layers[k].1 + layers[k].2.expect("a candidate has a floor").0);
-            Ray::new(Vec3::new(c.x, mid, c.y), sideways, reach)
+        .map(|&(i, mid)| {
+            let c = centre(i);
+            Ray::new(Vec3::new(c.x, mid, c.y), sideways, PROBE)
         })
         .collect();
     let probed = engine.closest_hit_records(scene, &probes, all)?;
     out.rays += probes.len();
-    let mut open = vec![false; lit.len()];
-    for (&k, h) in open_candidates.iter().zip(&probed) {
-        open[k] = is_miss(h) || h.back == 0;
+    let mut open = vec![false; n];
+    for (&(i, _), h) in candidates.iter().zip(&probed) {
+        open[i] = is_miss(h) || h.back == 0;
     }
+    let probing = clock.elapsed() - straight_down;
 
-    for (k, &i) in lit.iter().enumerate() {
+    for i in (0..n).filter(|&i| !is_miss(&first[i])) {
         let top = &first[i];
-        let (top_y, _, under) = layers[k];
+        let top_y = sky - top.t;
+        let under = layer(i).1;
         let foliage_top = flags(top) == MaterialFlags::BLOCKS_SIGHT;
         let (drawn_y, drawn) = match under {
-            Some((y, h)) if open[k] => {
+            Some((y, h)) if open[i] => {
                 out.cover[i] = if foliage_top {
                     Cover::Foliage
                 } else {
@@ -259,8 +267,13 @@ pub fn underlay(
                 Surface::Ground
             };
     }
-    debug_assert!(third_of.next().is_none());
     mark_walls(&mut out);
+    log::debug!(
+        "underlay {width} x {height}: straight down {straight_down:?}, {} probes {probing:?}, \
+         classified in {:?}",
+        probes.len(),
+        clock.elapsed() - straight_down - probing
+    );
     Ok(out)
 }
 
@@ -287,18 +300,21 @@ fn mark_walls(u: &mut Underlay) {
                 .fold(f32::INFINITY, |m, &y| m.min(ground(y)));
         }
     }
+    // Columns, walked row by row so every pass reads memory in order.
+    let mut low = vec![f32::INFINITY; w * h];
+    for r in 0..h {
+        let out = &mut low[r * w..][..w];
+        for k in r.saturating_sub(reach)..=(r + reach).min(h - 1) {
+            for (o, &m) in out.iter_mut().zip(&rows[k * w..][..w]) {
+                *o = o.min(m);
+            }
+        }
+    }
     let min_normal_y = STEEP.cos();
-    for c in 0..w {
-        for r in 0..h {
-            let i = r * w + c;
-            if u.surface[i] == Surface::Empty {
-                continue;
-            }
-            let (a, b) = (r.saturating_sub(reach), (r + reach).min(h - 1));
-            let low = (a..=b).fold(f32::INFINITY, |m, k| m.min(rows[k * w + c]));
-            if u.elevation[i] - low > STEP || u.normal[i].y < min_normal_y {
-                u.surface[i] = Surface::Wall;
-            }
+    for (i, s) in u.surface.iter_mut().enumerate() {
+        if *s != Surface::Empty && (u.elevation[i] - low[i] > STEP || u.normal[i].y < min_normal_y)
+        {
+            *s = Surface::Wall;
         }
     }
 }
