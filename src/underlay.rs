@@ -23,6 +23,7 @@ use crate::scene::{Mask, MaterialFlags, Scene};
 use crate::trace::{HitRecord, Ray};
 use crate::{limits, Engine, Error, Result};
 use glam::{Vec2, Vec3};
+use rayon::prelude::*;
 
 /// Headroom (metres) under a surface that makes it an overhang: anything a crouching person
 /// fits under.
@@ -170,10 +171,11 @@ pub fn underlay(
     let below = |y: f32| y - GAP - y.abs() * 1e-6;
 
     // The top surface.
-    let rays1: Vec<Ray> = (0..n).map(|i| down(i, sky)).collect();
+    let rays1: Vec<Ray> = (0..n).into_par_iter().map(|i| down(i, sky)).collect();
     let first = engine.closest_hit_down(scene, &rays1, width, all)?;
     // What lies under it: from just below an open surface, or from inside a solid.
     let rays2: Vec<Ray> = (0..n)
+        .into_par_iter()
         .map(|i| match hit_y(&rays1[i], &first[i]) {
             Some(y) => down(i, below(y)),
             None => skip(i),
@@ -182,6 +184,7 @@ pub fn underlay(
     let second = engine.closest_hit_down(scene, &rays2, width, all)?;
     // Out of a solid's underside.
     let rays3: Vec<Ray> = (0..n)
+        .into_par_iter()
         .map(|i| match hit_y(&rays2[i], &second[i]) {
             Some(y) if second[i].back != 0 => down(i, below(y)),
             _ => skip(i),
@@ -211,6 +214,7 @@ pub fn underlay(
     // sideways ray from there first meets a front face. (Straight down alone cannot tell a
     // room under a roof from a wall standing on the floor under it when their faces touch.)
     let candidates: Vec<(usize, f32)> = (0..n)
+        .into_par_iter()
         .filter(|&i| !is_miss(&first[i]))
         .filter_map(|i| match layer(i) {
             (underside, Some((y, h))) if underside - y >= HEADROOM && h.back == 0 => {
@@ -235,38 +239,47 @@ pub fn underlay(
     }
     let probing = clock.elapsed() - straight_down;
 
-    for i in (0..n).filter(|&i| !is_miss(&first[i])) {
-        let top = &first[i];
-        let top_y = sky - top.t;
-        let under = layer(i).1;
-        let foliage_top = flags(top) == MaterialFlags::BLOCKS_SIGHT;
-        let (drawn_y, drawn) = match under {
-            Some((y, h)) if open[i] => {
-                out.cover[i] = if foliage_top {
-                    Cover::Foliage
-                } else {
-                    Cover::Overhang
-                };
-                (y, h)
-            }
-            _ => {
-                if foliage_top {
-                    out.cover[i] = Cover::Foliage;
+    (
+        out.elevation.par_iter_mut(),
+        out.normal.par_iter_mut(),
+        out.surface.par_iter_mut(),
+        out.cover.par_iter_mut(),
+        out.top.par_iter_mut(),
+    )
+        .into_par_iter()
+        .enumerate()
+        .filter(|(i, _)| !is_miss(&first[*i]))
+        .for_each(|(i, (elevation, normal, surface, cover, top))| {
+            let t = &first[i];
+            let top_y = sky - t.t;
+            let foliage_top = flags(t) == MaterialFlags::BLOCKS_SIGHT;
+            let (drawn_y, drawn) = match layer(i).1 {
+                Some((y, h)) if open[i] => {
+                    *cover = if foliage_top {
+                        Cover::Foliage
+                    } else {
+                        Cover::Overhang
+                    };
+                    (y, h)
                 }
-                (top_y, *top)
-            }
-        };
-        let f = flags(&drawn);
-        out.top[i] = top_y;
-        out.elevation[i] = drawn_y;
-        out.normal[i] = Vec3::from(drawn.normal);
-        out.surface[i] =
-            if f.contains(MaterialFlags::WALKABLE) && !f.intersects(MaterialFlags::SOLID) {
+                _ => {
+                    if foliage_top {
+                        *cover = Cover::Foliage;
+                    }
+                    (top_y, *t)
+                }
+            };
+            let f = flags(&drawn);
+            *top = top_y;
+            *elevation = drawn_y;
+            *normal = Vec3::from(drawn.normal);
+            *surface = if f.contains(MaterialFlags::WALKABLE) && !f.intersects(MaterialFlags::SOLID)
+            {
                 Surface::Water
             } else {
                 Surface::Ground
             };
-    }
+        });
     mark_walls(&mut out);
     log::debug!(
         "underlay {width} x {height}: straight down {straight_down:?}, {} probes {probing:?}, \
@@ -291,30 +304,29 @@ fn mark_walls(u: &mut Underlay) {
     let reach = ((WALL_REACH / u.pixel).round() as usize).max(1);
     let ground = |y: f32| if y.is_finite() { y } else { f32::INFINITY };
     let mut rows = vec![f32::INFINITY; w * h];
-    for r in 0..h {
+    rows.par_chunks_mut(w).enumerate().for_each(|(r, out)| {
         let line = &u.elevation[r * w..][..w];
-        for c in 0..w {
+        for (c, o) in out.iter_mut().enumerate() {
             let (a, b) = (c.saturating_sub(reach), (c + reach).min(w - 1));
-            rows[r * w + c] = line[a..=b]
+            *o = line[a..=b]
                 .iter()
                 .fold(f32::INFINITY, |m, &y| m.min(ground(y)));
         }
-    }
+    });
     // Columns, walked row by row so every pass reads memory in order.
     let mut low = vec![f32::INFINITY; w * h];
-    for r in 0..h {
-        let out = &mut low[r * w..][..w];
+    low.par_chunks_mut(w).enumerate().for_each(|(r, out)| {
         for k in r.saturating_sub(reach)..=(r + reach).min(h - 1) {
             for (o, &m) in out.iter_mut().zip(&rows[k * w..][..w]) {
                 *o = o.min(m);
             }
         }
-    }
+    });
     let min_normal_y = STEEP.cos();
-    for (i, s) in u.surface.iter_mut().enumerate() {
-        if *s != Surface::Empty && (u.elevation[i] - low[i] > STEP || u.normal[i].y < min_normal_y)
-        {
+    let (elevation, normal) = (&u.elevation, &u.normal);
+    u.surface.par_iter_mut().enumerate().for_each(|(i, s)| {
+        if *s != Surface::Empty && (elevation[i] - low[i] > STEP || normal[i].y < min_normal_y) {
             *s = Surface::Wall;
         }
-    }
+    });
 }

@@ -411,7 +411,7 @@ fn cli_writes_the_picture_and_the_json() {
     );
     assert!(out.status.success(), "{text}");
     assert!(
-        text.contains("presumed") && text.contains("legend:"),
+        text.contains("presumed") && text.contains("wrote"),
         "{text}"
     );
     let img = image::open(&png).unwrap();
