@@ -235,7 +235,10 @@ impl Engine {
         width: usize,
         mask: Mask,
     ) -> Result<Vec<HitRecord>> {
-        if let Some(r) = rays.iter().find(|r| r.dir != [0.0, -1.0, 0.0]) {
+        if let Some(r) = rays
+            .iter()
+            .find(|r| r.dir.map(f32::to_bits) != trace::down::DOWN.map(f32::to_bits))
+        {
             return Err(Error::InvalidInput(format!(
                 "closest_hit_down takes rays pointing straight down, got direction {:?}: use \
                  closest_hit for other rays",
@@ -248,7 +251,12 @@ impl Engine {
         match &self.gpu {
             None => {
                 trace::validate_rays(rays)?;
-                Ok(cpu::closest_hit(&scene.tiers(), rays, mask.bits()))
+                Ok(trace::down::closest_hit_down(
+                    &scene.tiers(),
+                    rays,
+                    width,
+                    mask.bits(),
+                ))
             }
             Some(_) => self.closest_hit_records(scene, rays, mask),
         }

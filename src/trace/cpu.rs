@@ -18,7 +18,7 @@ pub const STACK_SIZE: usize = 3 * 64 + 4;
 
 /// Pads the far slab distance so a box test never culls a hit the triangle test accepts
 /// (Ize 2013, "Robust BVH Ray Traversal": 1 + 2 gamma(3)).
-const BOX_PAD: f32 = 1.000_000_4;
+pub(crate) const BOX_PAD: f32 = 1.000_000_4;
 
 /// Per-ray constants of the watertight test. Mirrors `RayPrep` in `shaders/common.wgsl`.
 ///
@@ -28,12 +28,12 @@ const BOX_PAD: f32 = 1.000_000_4;
 /// zeros changes no bit, so `rows` give the paper's values without per-component indexing.
 #[derive(Clone, Copy, Debug)]
 pub struct RayPrep {
-    org: Vec3A,
-    dir: Vec3A,
-    inv: Vec3A,
-    rows: [Vec3A; 3],
+    pub(crate) org: Vec3A,
+    pub(crate) dir: Vec3A,
+    pub(crate) inv: Vec3A,
+    pub(crate) rows: [Vec3A; 3],
     /// Per axis, the row of [`WideNode::bounds`] holding the plane the ray enters first.
-    near: [usize; 3],
+    pub(crate) near: [usize; 3],
 }
 
 impl RayPrep {
@@ -316,7 +316,7 @@ pub fn closest(tier: &Tier, r: &RayPrep, t_max: f32, mask: u32, best: &mut HitRe
     });
 }
 
-fn hit_record(r: &RayPrep, tri: &GpuTriangle, t: f32) -> HitRecord {
+pub(crate) fn hit_record(r: &RayPrep, tri: &GpuTriangle, t: f32) -> HitRecord {
     let [a, b, c] = tri.vertices();
     let mut n = (b - a).cross(c - a).normalize_or_zero();
     let back = n.dot(r.dir.into()) > 0.0;

@@ -1,6 +1,7 @@
 //! Batched queries shared by both backends: segments for occlusion, rays for closest hits.
 
 pub mod cpu;
+pub mod down;
 
 use bytemuck::{Pod, Zeroable};
 use glam::Vec3;
