@@ -12,8 +12,9 @@
 //!
 //! Straight down alone cannot tell a room under a roof from a wall standing under it when their
 //! faces touch (the roof's underside on the wall's top, the wall's foot on the floor): a
-//! sideways ray from the middle of the headroom settles it, since from inside a closed solid
-//! the first face met is a back face (within [`PROBE`] metres: nothing met reads as open).
+//! pair of opposite sideways rays from the middle of the headroom settles it, since from inside
+//! a closed solid the first face met is a back face (within [`PROBE`] metres each way: nothing
+//! met reads as open).
 //!
 //! The passes are four batches whatever the size: every pixel, then the pixels with a top
 //! surface, then those whose top was a solid's, then the sideways probes of the overhangs. No image type is involved: the command-line
@@ -35,8 +36,8 @@ pub const STEP: f32 = 0.5;
 pub const WALL_REACH: f32 = 0.3;
 /// Surfaces steeper than this (radians from horizontal) are drawn as vertical geometry.
 pub const STEEP: f32 = 1.0;
-/// Length (metres) of the sideways probe of the headroom: a solid under a roof thicker than this along the
-/// probe reads as open headroom.
+/// Length (metres) of the sideways probes of the headroom: a closed solid more than twice as
+/// wide along them, whose faces touch what lies above and below it, reads as open headroom.
 pub const PROBE: f32 = 3.0;
 /// How far under a surface (metres) the next ray starts.
 const GAP: f32 = 0.01;
@@ -149,7 +150,7 @@ pub fn underlay(
         top: limits::vec_filled(n, f32::NAN, "underlay", fix)?,
         rays: 0,
     };
-    let Some((lo, hi)) = scene.bounds() else {
+    let Some((lo, hi)) = scene.bounds().filter(|_| n > 0) else {
         return Ok(out);
     };
     let (sky, floor) = (hi.y + 1.0, lo.y - 1.0);
@@ -161,8 +162,9 @@ pub fn underlay(
     };
 
     let clock = std::time::Instant::now();
-    // Every pass traces the whole grid, row-major, so the CPU's tiled walk sees neighbouring
-    // rays together; a pixel with nothing to ask gets a ray of length 0, which meets nothing.
+    // The first two passes trace the whole grid, row-major, so the CPU's tiled walk sees
+    // neighbouring rays together; a pixel with nothing to ask gets a ray of length 0, which
+    // meets nothing.
     let skip = |i: usize| {
         let c = centre(i);
         Ray::new(Vec3::new(c.x, sky, c.y), Vec3::NEG_Y, 0.0)
@@ -171,31 +173,40 @@ pub fn underlay(
     let below = |y: f32| y - GAP - y.abs() * 1e-6;
 
     // The top surface.
-    let rays1: Vec<Ray> = (0..n).into_par_iter().map(|i| down(i, sky)).collect();
-    let first = engine.closest_hit_down(scene, &rays1, width, all)?;
-    // What lies under it: from just below an open surface, or from inside a solid.
-    let rays2: Vec<Ray> = (0..n)
+    let mut rays: Vec<Ray> = (0..n).into_par_iter().map(|i| down(i, sky)).collect();
+    let first = engine.closest_hit_down(scene, &rays, width, all)?;
+    out.rays += n;
+    // What lies under it: from just below an open surface, or from inside a solid (the same
+    // buffer, rewritten in place).
+    rays.par_iter_mut()
+        .zip(&first)
+        .enumerate()
+        .for_each(|(i, (r, h))| {
+            *r = match hit_y(r, h) {
+                Some(y) => down(i, below(y)),
+                None => skip(i),
+            }
+        });
+    let second = engine.closest_hit_down(scene, &rays, width, all)?;
+    out.rays += first.iter().filter(|h| !is_miss(h)).count();
+    // Out of a solid's underside: few pixels, traced as a list in row order.
+    let inside: Vec<usize> = (0..n)
         .into_par_iter()
-        .map(|i| match hit_y(&rays1[i], &first[i]) {
-            Some(y) => down(i, below(y)),
-            None => skip(i),
-        })
+        .filter(|&i| !is_miss(&second[i]) && second[i].back != 0)
         .collect();
-    let second = engine.closest_hit_down(scene, &rays2, width, all)?;
-    // Out of a solid's underside.
-    let rays3: Vec<Ray> = (0..n)
-        .into_par_iter()
-        .map(|i| match hit_y(&rays2[i], &second[i]) {
-            Some(y) if second[i].back != 0 => down(i, below(y)),
-            _ => skip(i),
-        })
-        .collect();
-    let third = engine.closest_hit_down(scene, &rays3, width, all)?;
-    let straight_down = clock.elapsed();
-    out.rays += [&rays1, &rays2, &rays3]
+    let rays3: Vec<Ray> = inside
         .iter()
-        .map(|r| r.iter().filter(|r| r.t_max > 0.0).count())
-        .sum::<usize>();
+        .map(|&i| down(i, below(hit_y(&rays[i], &second[i]).expect("a hit"))))
+        .collect();
+    let third = engine.closest_hit_down(scene, &rays3, rays3.len(), all)?;
+    out.rays += rays3.len();
+    // Pixel to its place in that list.
+    let mut third_at = vec![u32::MAX; if inside.is_empty() { 0 } else { n }];
+    for (k, &i) in inside.iter().enumerate() {
+        third_at[i] = k as u32;
+    }
+    let rays2 = rays;
+    let straight_down = clock.elapsed();
 
     let materials = scene.materials();
     let flags = |h: &HitRecord| materials[h.material as usize].flags;
@@ -205,7 +216,8 @@ pub fn underlay(
         match hit_y(&rays2[i], &second[i]) {
             None => (top_y, None),
             Some(bottom) if second[i].back != 0 => {
-                (bottom, hit_y(&rays3[i], &third[i]).map(|y| (y, third[i])))
+                let k = third_at[i] as usize;
+                (bottom, hit_y(&rays3[k], &third[k]).map(|y| (y, third[k])))
             }
             Some(y) => (top_y, Some((y, second[i]))),
         }
@@ -226,16 +238,17 @@ pub fn underlay(
     let sideways = Vec3::new(0.8, 0.0, 0.6);
     let probes: Vec<Ray> = candidates
         .iter()
-        .map(|&(i, mid)| {
+        .flat_map(|&(i, mid)| {
             let c = centre(i);
-            Ray::new(Vec3::new(c.x, mid, c.y), sideways, PROBE)
+            let o = Vec3::new(c.x, mid, c.y);
+            [Ray::new(o, sideways, PROBE), Ray::new(o, -sideways, PROBE)]
         })
         .collect();
     let probed = engine.closest_hit_records(scene, &probes, all)?;
     out.rays += probes.len();
     let mut open = vec![false; n];
-    for (&(i, _), h) in candidates.iter().zip(&probed) {
-        open[i] = is_miss(h) || h.back == 0;
+    for (&(i, _), h) in candidates.iter().zip(probed.chunks(2)) {
+        open[i] = h.iter().all(|h| is_miss(h) || h.back == 0);
     }
     let probing = clock.elapsed() - straight_down;
 
