@@ -6,8 +6,15 @@
 //! the top surface"): each ray restarts 1 cm below its first hit and runs to the bottom, and
 //! misses get `t_max = 0`.
 //!
+//! `whole_*` times the whole scene underlay the CLI draws under its pictures
+//! (`underlay::underlay`: the top surface, what lies beneath it, out of solids, the sideways
+//! probes, the classification) at 1024 x 1024 over 100 m x 100 m of `village` and `rock` and over
+//! the real `dungeon.obj`, on the CPU backend and on the GPU backend (a shared headless
+//! device; lavapipe on a machine without a GPU). The GPU's underlay must equal the CPU's pixel
+//! for pixel before timing.
+//!
 //! ```text
-//! cargo bench --bench underlay
+//! WGPU_BACKEND=vulkan cargo bench --bench underlay
 //! cargo test --release --bench underlay      # each function once (smoke test)
 //! ```
 //!
@@ -17,12 +24,14 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use common::ms;
+use common::{dungeon, gpu_engine, ms};
 use criterion::{Criterion, Throughput};
+use glam::Vec2;
 use glam::Vec3;
 use sightline::scene::{procedural, Tier};
 use sightline::trace::{cpu, down, Ray};
-use sightline::Scene;
+use sightline::underlay::{underlay, Underlay};
+use sightline::{Engine, Scene};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -99,6 +108,44 @@ fn pair(c: &mut Criterion, name: &str, tiers: &[&Tier], rays: &[Ray]) {
     g.finish();
 }
 
+/// The whole underlay of `SIDE` x `SIDE` pixels over `EXTENT` metres from `corner`, on the CPU
+/// and (if there is one) the GPU backend.
+fn whole(c: &mut Criterion, name: &str, scene: &Scene, corner: Vec2, gpu: Option<&Engine>) {
+    let cpu = Engine::cpu();
+    let px = EXTENT / SIDE as f32;
+    let draw = |e: &Engine| underlay(e, scene, corner, px, SIDE, SIDE).expect("underlay");
+    let t = Instant::now();
+    let want = draw(&cpu);
+    eprintln!(
+        "whole_{name}: {} rays, first call {:.1} ms on the CPU",
+        want.rays,
+        ms(t.elapsed())
+    );
+    if let Some(g) = gpu {
+        let got = draw(g);
+        assert!(
+            same(&got, &want),
+            "{name}: the GPU's underlay differs from the CPU's"
+        );
+    }
+    let mut g = c.benchmark_group(format!("underlay/whole_{name}"));
+    g.throughput(Throughput::Elements((SIDE * SIDE) as u64));
+    g.bench_function("cpu", |b| b.iter(|| black_box(draw(&cpu))));
+    if let Some(e) = gpu {
+        g.bench_function("gpu", |b| b.iter(|| black_box(draw(e))));
+    }
+    g.finish();
+}
+
+fn same(a: &Underlay, b: &Underlay) -> bool {
+    a.surface == b.surface
+        && a.cover == b.cover
+        && a.elevation
+            .iter()
+            .zip(&b.elevation)
+            .all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
 fn main() {
     eprintln!("{} rayon threads", rayon::current_num_threads());
     let mut c = Criterion::default()
@@ -129,5 +176,25 @@ fn main() {
         tiers.iter().map(|t| t.triangles.len()).sum::<usize>()
     );
     pair(&mut c, "rock", &tiers, &rays);
+
+    let gpu = gpu_engine();
+    whole(
+        &mut c,
+        "village",
+        &village,
+        Vec2::new(centre.x, centre.z) - 0.5 * EXTENT,
+        gpu.as_ref(),
+    );
+    whole(&mut c, "rock", &rock, Vec2::new(lo.x, lo.z), gpu.as_ref());
+    let level = dungeon();
+    let (lo, hi) = level.bounds().expect("non-empty scene");
+    let centre = (lo + hi) * 0.5;
+    whole(
+        &mut c,
+        "dungeon",
+        &level,
+        Vec2::new(centre.x, centre.z) - 0.5 * EXTENT,
+        gpu.as_ref(),
+    );
     c.final_summary();
 }
