@@ -13,8 +13,8 @@
 //! Straight down alone cannot tell a room under a roof from a wall standing under it when their
 //! faces touch (the roof's underside on the wall's top, the wall's foot on the floor): a
 //! pair of opposite sideways rays from the middle of the headroom settles it, since from inside
-//! a closed solid the first face met is a back face (within [`PROBE`] metres each way: nothing
-//! met reads as open).
+//! a closed solid the first face met is a back face (the probes run across the whole scene;
+//! nothing met reads as open).
 //!
 //! The passes are four batches whatever the size: every pixel, then the pixels with a top
 //! surface, then those whose top was a solid's, then the sideways probes of the overhangs. No image type is involved: the command-line
@@ -36,9 +36,6 @@ pub const STEP: f32 = 0.5;
 pub const WALL_REACH: f32 = 0.3;
 /// Surfaces steeper than this (radians from horizontal) are drawn as vertical geometry.
 pub const STEEP: f32 = 1.0;
-/// Length (metres) of the sideways probes of the headroom: a closed solid more than twice as
-/// wide along them, whose faces touch what lies above and below it, reads as open headroom.
-pub const PROBE: f32 = 3.0;
 /// How far under a surface (metres) the next ray starts.
 const GAP: f32 = 0.01;
 
@@ -236,12 +233,13 @@ pub fn underlay(
         })
         .collect();
     let sideways = Vec3::new(0.8, 0.0, 0.6);
+    let reach = (hi - lo).length() + 1.0;
     let probes: Vec<Ray> = candidates
         .iter()
         .flat_map(|&(i, mid)| {
             let c = centre(i);
             let o = Vec3::new(c.x, mid, c.y);
-            [Ray::new(o, sideways, PROBE), Ray::new(o, -sideways, PROBE)]
+            [Ray::new(o, sideways, reach), Ray::new(o, -sideways, reach)]
         })
         .collect();
     let probed = engine.closest_hit_records(scene, &probes, all)?;
