@@ -123,22 +123,37 @@ fn case(name: &str, file: &str, args: &[&str]) {
     check(&dir, file, name);
 }
 
+/// The scene alone, part of `village` with the roofed room.
+const MAP: &[&str] = &[
+    "map",
+    "--scene",
+    "village",
+    "--area=-30,0,-5,25",
+    "--width",
+    "384",
+    "--png",
+    "map.png",
+];
+
+/// The cover field around the room's window against two observers.
+const FIELD: &[&str] = &[
+    "cover-field",
+    "--scene",
+    "village",
+    "--center=-19,0,12",
+    "--observer=-20.6,1.5,11.5",
+    "--observer=0,1.7,0",
+    "--size",
+    "30",
+    "--width",
+    "384",
+    "--png",
+    "field.png",
+];
+
 #[test]
 fn map() {
-    case(
-        "map",
-        "map.png",
-        &[
-            "map",
-            "--scene",
-            "village",
-            "--area=-30,0,-5,25",
-            "--width",
-            "384",
-            "--png",
-            "map.png",
-        ],
-    );
+    case("map", "map.png", MAP);
 }
 
 #[test]
@@ -205,24 +220,7 @@ fn cover_sensor_grid() {
 
 #[test]
 fn cover_field() {
-    case(
-        "cover-field",
-        "field.png",
-        &[
-            "cover-field",
-            "--scene",
-            "village",
-            "--center=-19,0,12",
-            "--observer=-20.6,1.5,11.5",
-            "--observer=0,1.7,0",
-            "--size",
-            "30",
-            "--width",
-            "384",
-            "--png",
-            "field.png",
-        ],
-    );
+    case("cover-field", "field.png", FIELD);
 }
 
 #[test]
@@ -414,39 +412,9 @@ fn table_views() {
 
 #[test]
 fn cpu_backend_draws_the_same_pictures() {
-    let dir = draw(
-        "map",
-        "cpu",
-        &[
-            "map",
-            "--scene",
-            "village",
-            "--area=-30,0,-5,25",
-            "--width",
-            "384",
-            "--png",
-            "map.png",
-        ],
-    );
+    let dir = draw("map", "cpu", MAP);
     check(&dir, "map.png", "map");
-    let dir = draw(
-        "cover-field",
-        "cpu",
-        &[
-            "cover-field",
-            "--scene",
-            "village",
-            "--center=-19,0,12",
-            "--observer=-20.6,1.5,11.5",
-            "--observer=0,1.7,0",
-            "--size",
-            "30",
-            "--width",
-            "384",
-            "--png",
-            "field.png",
-        ],
-    );
+    let dir = draw("cover-field", "cpu", FIELD);
     check(&dir, "field.png", "cover-field");
 }
 

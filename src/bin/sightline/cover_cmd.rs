@@ -20,18 +20,7 @@ fn v(p: Vec3) -> serde_json::Value {
 
 /// The cover field over the scene, with its legend.
 fn draw_field(canvas: &mut Canvas, f: &sightline::cover::field::CoverField) {
-    for (i, &c) in f.cells.iter().enumerate() {
-        let Some(colour) = cover_colour(c) else {
-            continue;
-        };
-        let (col, row) = ((i % f.width) as f32, (i / f.width) as f32);
-        canvas.cell(
-            f.origin.x + col * f.cell,
-            f.origin.y + row * f.cell,
-            f.cell,
-            colour,
-        );
-    }
+    canvas.grid(f.origin, f.cell, f.width, &f.cells, |&c| cover_colour(c));
     cover_keys(canvas);
 }
 

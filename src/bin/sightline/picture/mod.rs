@@ -190,6 +190,24 @@ impl Canvas {
         }
     }
 
+    /// Lays a row-major grid of cells (`width` a row, corner `origin` (x, z), side `cell`)
+    /// over the map, each in the colour `colour` gives it (none: the scene shows).
+    pub fn grid<T>(
+        &mut self,
+        origin: glam::Vec2,
+        cell: f32,
+        width: usize,
+        cells: &[T],
+        colour: impl Fn(&T) -> Option<Rgb<u8>>,
+    ) {
+        for (i, c) in cells.iter().enumerate() {
+            if let Some(rgb) = colour(c) {
+                let (col, row) = ((i % width) as f32, (i / width) as f32);
+                self.cell(origin.x + col * cell, origin.y + row * cell, cell, rgb);
+            }
+        }
+    }
+
     /// A filled disc of `radius` (scaled by [`Canvas::unit`]) with a thin black edge.
     pub fn disc(&mut self, p: glam::Vec3, radius: f32, colour: Rgb<u8>) {
         use embedded_graphics::prelude::*;
@@ -383,20 +401,11 @@ pub fn viewshed(
         v.origin.y + v.height as f32 * v.cell / 2.0,
     );
     let mut c = Canvas::over(engine, scene, centre, size, title)?;
-    for (i, &s) in v.state.iter().enumerate() {
-        let colour = match s {
-            CellState::Visible => YELLOW,
-            CellState::Hidden => BLUE,
-            CellState::OutOfRange | CellState::NotGround => continue,
-        };
-        let (col, row) = ((i % v.width) as f32, (i / v.width) as f32);
-        c.cell(
-            v.origin.x + col * v.cell,
-            v.origin.y + row * v.cell,
-            v.cell,
-            colour,
-        );
-    }
+    c.grid(v.origin, v.cell, v.width, &v.state, |s| match s {
+        CellState::Visible => Some(YELLOW),
+        CellState::Hidden => Some(BLUE),
+        CellState::OutOfRange | CellState::NotGround => None,
+    });
     c.key(Key::swatch(YELLOW, "ground the observer sees"));
     c.key(Key::swatch(BLUE, "ground hidden from the observer"));
     c.disc(v.observer, 7.0, ORANGE);
