@@ -42,7 +42,12 @@ pub fn ground_grid(
         })
         .collect();
     let all = Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
-    let hits = engine.closest_hit(scene, &down, all)?;
+    // Row-major and straight down: the CPU traces it with the tiled walk (same answers).
+    let hits: Vec<_> = engine
+        .closest_hit_down(scene, &down, width, all)?
+        .iter()
+        .map(crate::trace::HitRecord::to_hit)
+        .collect();
     let min_normal_y = max_slope.cos();
     Ok(hits
         .iter()
