@@ -140,6 +140,20 @@ impl Engine {
         self.adapter.as_deref()
     }
 
+    /// GPU work done through this engine so far, per operation and in total: submissions,
+    /// blocking waits, bytes uploaded and read back, buffers and textures created. All zero on
+    /// the CPU backend. Take a snapshot before a call and [`Counters::since`] after it to
+    /// count one call.
+    ///
+    /// [`Counters::since`]: crate::Counters::since
+    #[must_use]
+    pub fn counters(&self) -> crate::CounterReport {
+        self.gpu
+            .as_ref()
+            .map(GpuTracer::counters)
+            .unwrap_or_default()
+    }
+
     /// The GPU backend, for encoding passes into a caller's command encoder.
     #[must_use]
     pub fn gpu(&self) -> Option<&GpuTracer> {

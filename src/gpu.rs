@@ -12,10 +12,11 @@
 //! repeated calls of similar size create no buffer and no bind group.
 
 use crate::bvh::{Bvh, BvhNode, GpuTriangle};
+use crate::counters::{CounterReport, Counters, Tally};
 use crate::scene::{Mask, Scene, Tier};
 use crate::trace::{HitRecord, Occlusion, Ray, Segment, NO_HIT};
 use crate::{Error, Result};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 const WORKGROUP: u32 = 64;
@@ -70,9 +71,20 @@ struct SceneCache {
     tiers: [Option<(u64, Arc<TierChunks>)>; 2],
 }
 
+/// States of a slot's upload buffer.
+const UNMAPPED: u8 = 0;
+const MAPPING: u8 = 1;
+const MAPPED: u8 = 2;
+
 /// The reusable buffers of one slice of a batch.
 struct Slot {
-    /// `STORAGE | COPY_DST`: the queries, written with `Queue::write_buffer`.
+    /// `MAP_WRITE | COPY_SRC`: the params blocks, then the queries, written through the
+    /// mapping and copied into `params` and `queries` by the pass (no staging buffer). Mapped
+    /// again for the next pass once this pass was read.
+    upload: wgpu::Buffer,
+    /// `UNMAPPED`, `MAPPING` or `MAPPED`: whether `upload` can be written now.
+    upload_state: Arc<AtomicU8>,
+    /// `STORAGE | COPY_DST`: the queries, copied from `upload`.
     queries: wgpu::Buffer,
     /// `STORAGE | COPY_SRC | COPY_DST`: occlusion words or hit records.
     output: wgpu::Buffer,
@@ -90,7 +102,11 @@ struct Slot {
 
 impl Slot {
     fn bytes(&self) -> u64 {
-        self.queries.size() + self.output.size() + self.readback.size() + self.params.size()
+        self.upload.size()
+            + self.queries.size()
+            + self.output.size()
+            + self.readback.size()
+            + self.params.size()
     }
 }
 
@@ -144,6 +160,7 @@ pub struct GpuTracer {
     workspace: Arc<Workspace>,
     /// Pipelines other modules build once per device (see [`GpuTracer::cached`]).
     kits: Mutex<Vec<Arc<dyn std::any::Any + Send + Sync>>>,
+    tally: Tally,
 }
 
 enum Kind {
@@ -151,9 +168,22 @@ enum Kind {
     ClosestHit,
 }
 
+impl Kind {
+    /// The operation its work is counted under.
+    fn op(&self) -> &'static str {
+        match self {
+            Kind::Occluded => "occluded",
+            Kind::ClosestHit => "closest_hit",
+        }
+    }
+}
+
 struct Slice {
     start: usize,
     count: usize,
+    /// Whether the params and queries wait in the slot's upload buffer (copied by `encode`);
+    /// otherwise they were written with `Queue::write_buffer`.
+    from_upload: bool,
     /// Bytes of results in the output (the stamp follows them in the readback).
     bytes: u64,
     stamp: u32,
@@ -182,6 +212,9 @@ pub struct TracePass {
     /// Encoded since the last read: a caller's unsubmitted command buffer may still use the
     /// buffers, so dropping the pass frees them instead of giving them back.
     unread: AtomicBool,
+    /// The submission `Engine` made for the pass, so reading waits for it alone (a caller's
+    /// own submission is not known: reading then waits for the queue).
+    submission: Mutex<Option<wgpu::SubmissionIndex>>,
     workspace: Arc<Workspace>,
 }
 
@@ -285,6 +318,7 @@ impl GpuTracer {
             next_stamp: AtomicU32::new(1),
             workspace: Arc::default(),
             kits: Mutex::new(Vec::new()),
+            tally: Tally::default(),
         })
     }
 
@@ -333,6 +367,51 @@ impl GpuTracer {
         let kit = Arc::new(make(&self.device));
         kits.push(kit.clone());
         kit
+    }
+
+    /// GPU work done on this tracer so far, per operation and in total.
+    pub fn counters(&self) -> CounterReport {
+        self.tally.report()
+    }
+
+    /// Adds to operation `op`'s counters.
+    pub(crate) fn count(&self, op: &'static str, f: impl FnOnce(&mut Counters)) {
+        self.tally.add(op, f);
+    }
+
+    /// `Device::create_buffer`, counted under `op`.
+    pub(crate) fn create_buffer(
+        &self,
+        op: &'static str,
+        desc: &wgpu::BufferDescriptor<'_>,
+    ) -> wgpu::Buffer {
+        self.count(op, |c| c.buffers_created += 1);
+        self.device.create_buffer(desc)
+    }
+
+    /// `Queue::write_buffer`, counted under `op`.
+    pub(crate) fn write_buffer(
+        &self,
+        op: &'static str,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        bytes: &[u8],
+    ) {
+        self.count(op, |c| {
+            c.bytes_uploaded += bytes.len() as u64;
+            c.staging_writes += 1;
+        });
+        self.queue.write_buffer(buffer, offset, bytes);
+    }
+
+    /// `Queue::submit` of one command buffer, counted under `op`.
+    pub(crate) fn submit(
+        &self,
+        op: &'static str,
+        commands: wgpu::CommandBuffer,
+    ) -> wgpu::SubmissionIndex {
+        self.count(op, |c| c.submissions += 1);
+        self.queue.submit([commands])
     }
 
     fn check_lost(&self) -> Result<()> {
@@ -411,17 +490,21 @@ impl GpuTracer {
     fn chunk(&self, tier: &Tier) -> Chunk {
         let storage = wgpu::BufferUsages::STORAGE;
         Chunk {
-            nodes: self.buffer_with("bvh nodes", storage, bytemuck::cast_slice(&tier.nodes)),
-            triangles: self.buffer_with(
+            nodes: buffer_with(
+                self,
+                "scene",
+                "bvh nodes",
+                storage,
+                bytemuck::cast_slice(&tier.nodes),
+            ),
+            triangles: buffer_with(
+                self,
+                "scene",
                 "bvh triangles",
                 storage,
                 bytemuck::cast_slice(&tier.triangles),
             ),
         }
-    }
-
-    fn buffer_with(&self, label: &str, usage: wgpu::BufferUsages, contents: &[u8]) -> wgpu::Buffer {
-        buffer_with(&self.device, &self.queue, label, usage, contents)
     }
 
     /// Validates `segments` (as [`crate::Engine::occluded`] does), uploads them and binds them
@@ -484,6 +567,7 @@ impl GpuTracer {
             slices: Vec::new(),
             encoded: AtomicBool::new(false),
             unread: AtomicBool::new(false),
+            submission: Mutex::new(None),
             workspace: self.workspace.clone(),
         }
     }
@@ -513,35 +597,19 @@ impl GpuTracer {
                 Kind::Occluded => (count.div_ceil(32) * 4) as u64,
                 Kind::ClosestHit => (count * QUERY_BYTES) as u64,
             };
-            let mut slot = self.take_slot((count * QUERY_BYTES) as u64, bytes);
+            let mut slot = self.take_slot(kind.op(), (count * QUERY_BYTES) as u64, bytes);
             if slot.bound != ids {
                 slot.bind_groups = self.bind_groups(&slot, &chunks);
                 slot.bound.clone_from(&ids);
             }
             let stamp = self.stamp();
-            // Bits are cleared before the first chunk, so `occluded` always accumulates.
-            let first = Params {
-                count: count as u32,
-                mask,
-                accumulate: u32::from(matches!(kind, Kind::Occluded)),
-                stamp,
-            };
-            let rest = Params {
-                accumulate: 1,
-                ..first
-            };
-            let mut params = vec![0u8; (self.params_stride + 16) as usize];
-            params[..16].copy_from_slice(bytemuck::bytes_of(&first));
-            params[self.params_stride as usize..].copy_from_slice(bytemuck::bytes_of(&rest));
-            self.queue.write_buffer(&slot.params, 0, &params);
-            self.queue.write_buffer(
-                &slot.queries,
-                0,
-                &queries[start * QUERY_BYTES..(start + count) * QUERY_BYTES],
-            );
+            let params = self.params_blocks(&kind, count, mask, stamp);
+            let q = &queries[start * QUERY_BYTES..(start + count) * QUERY_BYTES];
+            let from_upload = self.write_slot(kind.op(), &slot, &params, q)?;
             slices.push(Slice {
                 start,
                 count,
+                from_upload,
                 bytes,
                 stamp,
                 slot,
@@ -559,8 +627,59 @@ impl GpuTracer {
             slices,
             encoded: AtomicBool::new(false),
             unread: AtomicBool::new(false),
+            submission: Mutex::new(None),
             workspace: self.workspace.clone(),
         })
+    }
+
+    /// The two `Params` blocks of a slice: for the first scene chunk at 0, for later chunks
+    /// at `params_stride`.
+    fn params_blocks(&self, kind: &Kind, count: usize, mask: u32, stamp: u32) -> Vec<u8> {
+        // Bits are cleared before the first chunk, so `occluded` always accumulates.
+        let first = Params {
+            count: count as u32,
+            mask,
+            accumulate: u32::from(matches!(kind, Kind::Occluded)),
+            stamp,
+        };
+        let rest = Params {
+            accumulate: 1,
+            ..first
+        };
+        let mut params = vec![0u8; self.params_len() as usize];
+        params[..16].copy_from_slice(bytemuck::bytes_of(&first));
+        params[self.params_stride as usize..].copy_from_slice(bytemuck::bytes_of(&rest));
+        params
+    }
+
+    /// Bytes of a slot's params buffer (two blocks), where its queries start in the upload.
+    fn params_len(&self) -> u64 {
+        self.params_stride + 16
+    }
+
+    /// Puts a slice's params and queries where its pass reads them: through the slot's mapped
+    /// upload buffer when it is mapped (true; `encode` copies them), else with
+    /// `Queue::write_buffer` (a temporary staging buffer each, counted as `staging_writes`).
+    fn write_slot(&self, op: &'static str, slot: &Slot, params: &[u8], q: &[u8]) -> Result<bool> {
+        self.count(op, |c| c.bytes_uploaded += (params.len() + q.len()) as u64);
+        if slot.upload_state.load(Ordering::Acquire) == MAPPED {
+            let at = self.params_len() as usize;
+            {
+                let mut view = slot
+                    .upload
+                    .get_mapped_range_mut(..)
+                    .map_err(|e| Error::Gpu(e.to_string()))?;
+                view.slice(..params.len()).copy_from_slice(params);
+                view.slice(at..at + q.len()).copy_from_slice(q);
+            }
+            slot.upload.unmap();
+            slot.upload_state.store(UNMAPPED, Ordering::Release);
+            return Ok(true);
+        }
+        self.count(op, |c| c.staging_writes += 2);
+        self.queue.write_buffer(&slot.params, 0, params);
+        self.queue.write_buffer(&slot.queries, 0, q);
+        Ok(false)
     }
 
     /// The next stamp (never 0, the word of a readback no submission wrote).
@@ -575,7 +694,7 @@ impl GpuTracer {
 
     /// An idle slot that holds `query_bytes` of queries and `output_bytes` of results, grown
     /// if none does, or a new one.
-    fn take_slot(&self, query_bytes: u64, output_bytes: u64) -> Slot {
+    fn take_slot(&self, op: &'static str, query_bytes: u64, output_bytes: u64) -> Slot {
         let fits = |s: &Slot| s.queries.size() >= query_bytes && s.output.size() >= output_bytes;
         let taken = {
             let mut idle = self.workspace.idle.lock().unwrap();
@@ -587,12 +706,15 @@ impl GpuTracer {
         let mut slot = match taken {
             Some(slot) => slot,
             None => Slot {
-                queries: self.queries_buffer(query_bytes),
-                output: self.output_buffer(output_bytes),
-                readback: self.readback_buffer(output_bytes),
+                upload: self.upload_buffer(op, query_bytes),
+                upload_state: Arc::new(AtomicU8::new(MAPPED)),
+                queries: self.queries_buffer(op, query_bytes),
+                output: self.output_buffer(op, output_bytes),
+                readback: self.readback_buffer(op, output_bytes),
                 params: self.slot_buffer(
+                    op,
                     "trace params",
-                    self.params_stride + 16,
+                    self.params_len(),
                     wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_SRC,
                 ),
                 bound: Vec::new(),
@@ -600,16 +722,36 @@ impl GpuTracer {
                 mapped: AtomicBool::new(false),
             },
         };
+        if slot.upload.size() < self.params_len() + query_bytes {
+            slot.upload = self.upload_buffer(op, query_bytes);
+            slot.upload_state = Arc::new(AtomicU8::new(MAPPED));
+        }
         if slot.queries.size() < query_bytes {
-            slot.queries = self.queries_buffer(query_bytes);
+            slot.queries = self.queries_buffer(op, query_bytes);
             slot.bound.clear();
         }
         if slot.output.size() < output_bytes {
-            slot.output = self.output_buffer(output_bytes);
-            slot.readback = self.readback_buffer(output_bytes);
+            slot.output = self.output_buffer(op, output_bytes);
+            slot.readback = self.readback_buffer(op, output_bytes);
             slot.bound.clear();
         }
         slot
+    }
+
+    /// A mapped upload buffer for the params blocks and `need` bytes of queries.
+    fn upload_buffer(&self, op: &'static str, need: u64) -> wgpu::Buffer {
+        self.workspace
+            .buffers_created
+            .fetch_add(1, Ordering::Relaxed);
+        self.create_buffer(
+            op,
+            &wgpu::BufferDescriptor {
+                label: Some("trace upload"),
+                size: self.params_len() + self.grown(need),
+                usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: true,
+            },
+        )
     }
 
     /// Grow-only sizes: the next power of two, at most a slice's largest need (one binding).
@@ -618,35 +760,45 @@ impl GpuTracer {
         need.next_power_of_two().min(limit).max(need)
     }
 
-    fn queries_buffer(&self, need: u64) -> wgpu::Buffer {
+    fn queries_buffer(&self, op: &'static str, need: u64) -> wgpu::Buffer {
         self.slot_buffer(
+            op,
             "trace queries",
             self.grown(need),
             wgpu::BufferUsages::STORAGE,
         )
     }
 
-    fn output_buffer(&self, need: u64) -> wgpu::Buffer {
+    fn output_buffer(&self, op: &'static str, need: u64) -> wgpu::Buffer {
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
-        self.slot_buffer("trace output", self.grown(need), usage)
+        self.slot_buffer(op, "trace output", self.grown(need), usage)
     }
 
     /// The output's size plus the stamp word (see [`Slice::stamp_at`]).
-    fn readback_buffer(&self, need: u64) -> wgpu::Buffer {
+    fn readback_buffer(&self, op: &'static str, need: u64) -> wgpu::Buffer {
         let size = self.grown(need) + 8;
-        self.slot_buffer("trace readback", size, wgpu::BufferUsages::MAP_READ)
+        self.slot_buffer(op, "trace readback", size, wgpu::BufferUsages::MAP_READ)
     }
 
-    fn slot_buffer(&self, label: &str, size: u64, usage: wgpu::BufferUsages) -> wgpu::Buffer {
+    fn slot_buffer(
+        &self,
+        op: &'static str,
+        label: &str,
+        size: u64,
+        usage: wgpu::BufferUsages,
+    ) -> wgpu::Buffer {
         self.workspace
             .buffers_created
             .fetch_add(1, Ordering::Relaxed);
-        self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(label),
-            size: size.max(4),
-            usage: usage | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        })
+        self.create_buffer(
+            op,
+            &wgpu::BufferDescriptor {
+                label: Some(label),
+                size: size.max(4),
+                usage: usage | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            },
+        )
     }
 
     /// One bind group per scene chunk, over `slot`'s buffers.
@@ -703,7 +855,16 @@ impl GpuTracer {
         for pass in passes {
             pass.encode(self, &mut encoder);
         }
-        self.queue.submit([encoder.finish()]);
+        let op = passes
+            .iter()
+            .find(|p| !p.slices.is_empty())
+            .unwrap()
+            .kind
+            .op();
+        let index = self.submit(op, encoder.finish());
+        for pass in passes {
+            *pass.submission.lock().unwrap() = Some(index.clone());
+        }
         if let Some(e) = pollster::block_on(scope.pop()) {
             self.check_lost()?;
             return Err(Error::Gpu(e.to_string()));
@@ -722,11 +883,14 @@ impl GpuTracer {
         for s in &pass.slices {
             s.slot.mapped.store(true, Ordering::Relaxed);
         }
+        let submission = pass.submission.lock().unwrap().take();
         if let Err(e) = map_read_ranges(
-            &self.device,
+            self,
+            pass.kind.op(),
             pass.slices
                 .iter()
                 .map(|s| (&s.slot.readback, s.stamp_at() + 4)),
+            submission,
             "trace results",
         ) {
             self.check_lost()?;
@@ -754,6 +918,7 @@ impl GpuTracer {
 /// exhaustion as errors (`what` names the work, `oom_fix` says what to lower).
 pub(crate) fn submit_checked(
     tracer: &GpuTracer,
+    op: &'static str,
     what: &str,
     oom_fix: &str,
     encode: impl FnOnce(&mut wgpu::CommandEncoder),
@@ -763,7 +928,7 @@ pub(crate) fn submit_checked(
     let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let mut encoder = device.create_command_encoder(&Default::default());
     encode(&mut encoder);
-    tracer.queue().submit([encoder.finish()]);
+    tracer.submit(op, encoder.finish());
     if let Some(e) = pollster::block_on(validation.pop()) {
         tracer.check_lost()?;
         return Err(Error::Gpu(format!("{what} failed: {e}")));
@@ -776,23 +941,26 @@ pub(crate) fn submit_checked(
     Ok(())
 }
 
-/// A buffer holding `contents`, at least 4 bytes. (Not `create_buffer_init`: it panics on a
-/// lost device.) Shared by every GPU module.
+/// A buffer holding `contents`, at least 4 bytes, counted under `op`. (Not
+/// `create_buffer_init`: it panics on a lost device.) Shared by every GPU module.
 pub(crate) fn buffer_with(
-    device: &wgpu::Device,
-    queue: &wgpu::Queue,
+    tracer: &GpuTracer,
+    op: &'static str,
     label: &str,
     usage: wgpu::BufferUsages,
     contents: &[u8],
 ) -> wgpu::Buffer {
-    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some(label),
-        size: (contents.len() as u64).max(4),
-        usage: usage | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
+    let buffer = tracer.create_buffer(
+        op,
+        &wgpu::BufferDescriptor {
+            label: Some(label),
+            size: (contents.len() as u64).max(4),
+            usage: usage | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        },
+    );
     if !contents.is_empty() {
-        queue.write_buffer(&buffer, 0, contents);
+        tracer.write_buffer(op, &buffer, 0, contents);
     }
     buffer
 }
@@ -800,14 +968,16 @@ pub(crate) fn buffer_with(
 /// A square 2D texture array (`size` x `size`, `layers` layers, one mip level). Shared by the
 /// render-pass modules (cover field, intervis).
 pub(crate) fn texture_array(
-    device: &wgpu::Device,
+    tracer: &GpuTracer,
+    op: &'static str,
     label: &str,
     size: u32,
     layers: u32,
     format: wgpu::TextureFormat,
     usage: wgpu::TextureUsages,
 ) -> wgpu::Texture {
-    device.create_texture(&wgpu::TextureDescriptor {
+    tracer.count(op, |c| c.textures_created += 1);
+    tracer.device().create_texture(&wgpu::TextureDescriptor {
         label: Some(label),
         size: wgpu::Extent3d {
             width: size,
@@ -826,31 +996,45 @@ pub(crate) fn texture_array(
 /// Maps `buffers` for reading and waits for all of them; a failure is a lost device, with
 /// `what` naming the readback. Shared by every GPU module.
 pub(crate) fn map_read_all<'a>(
-    device: &wgpu::Device,
+    tracer: &GpuTracer,
+    op: &'static str,
     buffers: impl IntoIterator<Item = &'a wgpu::Buffer>,
     what: &str,
 ) -> Result<()> {
-    map_read_ranges(device, buffers.into_iter().map(|b| (b, b.size())), what)
+    let buffers = buffers.into_iter().map(|b| (b, b.size()));
+    map_read_ranges(tracer, op, buffers, None, what)
 }
 
 /// [`map_read_all`] for the first `bytes` of each buffer.
 fn map_read_ranges<'a>(
-    device: &wgpu::Device,
+    tracer: &GpuTracer,
+    op: &'static str,
     buffers: impl IntoIterator<Item = (&'a wgpu::Buffer, u64)>,
+    submission: Option<wgpu::SubmissionIndex>,
     what: &str,
 ) -> Result<()> {
     let (tx, rx) = std::sync::mpsc::channel();
     let mut count = 0;
+    let mut bytes_read = 0;
     for (b, bytes) in buffers {
         let tx = tx.clone();
         b.map_async(wgpu::MapMode::Read, ..bytes, move |r| {
             let _ = tx.send(r);
         });
         count += 1;
+        bytes_read += bytes;
     }
     drop(tx);
-    device
-        .poll(wgpu::PollType::wait_indefinitely())
+    tracer.count(op, |c| {
+        c.waits += 1;
+        c.bytes_read_back += bytes_read;
+    });
+    tracer
+        .device
+        .poll(wgpu::PollType::Wait {
+            submission_index: submission,
+            timeout: None,
+        })
         .map_err(|e| Error::DeviceLost(e.to_string()))?;
     for _ in 0..count {
         match rx.recv() {
@@ -878,6 +1062,12 @@ impl TracePass {
     /// buffers into `encoder`. A pass without GPU work records nothing.
     pub fn encode(&self, tracer: &GpuTracer, encoder: &mut wgpu::CommandEncoder) {
         for s in &self.slices {
+            if s.from_upload {
+                let params = tracer.params_len();
+                let queries = (s.count * QUERY_BYTES) as u64;
+                encoder.copy_buffer_to_buffer(&s.slot.upload, 0, &s.slot.params, 0, params);
+                encoder.copy_buffer_to_buffer(&s.slot.upload, params, &s.slot.queries, 0, queries);
+            }
             if matches!(self.kind, Kind::Occluded) {
                 encoder.clear_buffer(&s.slot.output, 0, Some(s.bytes));
             }
@@ -921,10 +1111,22 @@ impl TracePass {
         }
     }
 
-    /// After a complete read: the submission that used the buffers has finished.
+    /// After a complete read: the submission that used the buffers has finished, so the
+    /// upload buffers are mapped again for the next pass (done by the next poll, no wait).
     fn read_done(&self) {
         self.unmap_all();
         self.unread.store(false, Ordering::Relaxed);
+        for s in &self.slices {
+            let state = s.slot.upload_state.clone();
+            if state
+                .compare_exchange(UNMAPPED, MAPPING, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                s.slot.upload.map_async(wgpu::MapMode::Write, .., move |r| {
+                    state.store(if r.is_ok() { MAPPED } else { UNMAPPED }, Ordering::Release);
+                });
+            }
+        }
     }
 
     /// Waits for the submitted pass and returns the occlusion bits.

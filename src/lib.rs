@@ -11,6 +11,7 @@
 
 pub mod agent;
 pub mod bvh;
+pub mod counters;
 pub mod cover;
 mod csv;
 mod engine;
@@ -31,6 +32,7 @@ pub mod trace;
 pub mod underlay;
 pub mod viewshed;
 
+pub use counters::{CounterReport, Counters};
 pub use engine::{Backend, Engine, EngineOptions};
 pub use error::{Error, Result};
 /// The WGSL sources and the uniform block they read, for the shader validation and layout

@@ -7,7 +7,7 @@
 //! a non-zero word by a copy recorded after all the pass's work: it holds that word only once
 //! the caller's command buffer has run.
 
-use crate::gpu::buffer_with;
+use crate::gpu::{buffer_with, GpuTracer};
 use crate::{Error, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -23,20 +23,23 @@ pub(crate) struct Receipt {
 }
 
 impl Receipt {
-    pub fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Receipt {
+    pub fn new(tracer: &GpuTracer, op: &'static str) -> Receipt {
         let stamp = buffer_with(
-            device,
-            queue,
+            tracer,
+            op,
             "pass stamp",
             wgpu::BufferUsages::COPY_SRC,
             bytemuck::bytes_of(&STAMP),
         );
-        let readback = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("pass receipt"),
-            size: 4,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let readback = tracer.create_buffer(
+            op,
+            &wgpu::BufferDescriptor {
+                label: Some("pass receipt"),
+                size: 4,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            },
+        );
         Receipt {
             buffers: Some((stamp, readback)),
             encoded: AtomicBool::new(false),

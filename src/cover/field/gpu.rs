@@ -50,6 +50,8 @@ const _: () = assert!(std::mem::size_of::<FieldParams>() == 48);
 const _: () = assert!(std::mem::offset_of!(FieldParams, heads) == 32);
 
 const WORKGROUP: u32 = 64;
+/// The operation the pass's GPU work is counted under (see [`crate::Counters`]).
+const OP: &str = "cover_field";
 /// Clear value of the distance faces: "no surface", farther than any point, so it hides none.
 const NOTHING: f64 = 3.0e38;
 /// Texture memory one group of observers may use.
@@ -138,7 +140,7 @@ impl CoverFieldPass {
         let work = Work::new(
             tracer, &kit, &vertices, points, &bounds, agent, observers, params,
         );
-        let receipt = Receipt::new(device, tracer.queue());
+        let receipt = Receipt::new(tracer, OP);
         if let Some(e) = pollster::block_on(validation.pop()) {
             return Err(Error::Gpu(format!("cover field pass failed: {e}")));
         }
@@ -190,7 +192,8 @@ impl CoverFieldPass {
             (Some(w), _) => {
                 let readbacks = w.slices.iter().map(|s| &s.readback);
                 crate::gpu::map_read_all(
-                    tracer.device(),
+                    tracer,
+                    OP,
                     readbacks.chain(self.receipt.buffer()),
                     "the cover field",
                 )?;
@@ -211,6 +214,7 @@ impl CoverFieldPass {
     pub(super) fn run(&self, tracer: &GpuTracer) -> Result<()> {
         crate::gpu::submit_checked(
             tracer,
+            OP,
             "the cover field",
             "lower face_resolution or pass fewer observers per call",
             |e| self.encode(tracer, e),
@@ -231,7 +235,6 @@ impl Work {
         params: &CoverFieldParams,
     ) -> Work {
         let device = tracer.device();
-        let queue = tracer.queue();
         let limits = device.limits();
         let res = params.face_resolution.min(limits.max_texture_dimension_2d);
         if res < params.face_resolution {
@@ -240,7 +243,7 @@ impl Work {
                 params.face_resolution
             );
         }
-        let with = |label, usage, bytes: &[u8]| buffer_with(device, queue, label, usage, bytes);
+        let with = |label, usage, bytes: &[u8]| buffer_with(tracer, OP, label, usage, bytes);
         // Vertex buffers of at most max_buffer_size bytes.
         let per_buffer =
             (limits.max_buffer_size / 36).clamp(1, u64::from(u32::MAX) / 3) as usize * 3;
@@ -294,7 +297,7 @@ impl Work {
             .min((TEXTURE_BUDGET / (6 * layer_bytes)) as usize)
             .clamp(1, observers.len());
         let texture = |label, format, usage, layers| {
-            crate::gpu::texture_array(device, label, res, layers, format, usage)
+            crate::gpu::texture_array(tracer, OP, label, res, layers, format, usage)
         };
         let layers = per_group as u32 * 6;
         let distances = texture(
@@ -339,18 +342,24 @@ impl Work {
                 bytemuck::cast_slice(&cells),
             );
             let bytes = chunk.len() as u64 * 4;
-            let hidden = device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("cover field bits"),
-                size: bytes,
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            });
-            let readback = device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("cover field readback"),
-                size: bytes,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
+            let hidden = tracer.create_buffer(
+                OP,
+                &wgpu::BufferDescriptor {
+                    label: Some("cover field bits"),
+                    size: bytes,
+                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                },
+            );
+            let readback = tracer.create_buffer(
+                OP,
+                &wgpu::BufferDescriptor {
+                    label: Some("cover field readback"),
+                    size: bytes,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                },
+            );
             let groups = (chunk.len() as u32).div_ceil(WORKGROUP);
             let dispatch = (groups.min(max_x), groups.div_ceil(max_x));
             let bind_groups: Vec<wgpu::BindGroup> = (0..observers.len())

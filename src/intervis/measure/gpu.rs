@@ -98,14 +98,14 @@ pub(super) struct Geometry {
 
 impl Geometry {
     pub fn upload(
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
+        tracer: &crate::gpu::GpuTracer,
         scene: &Scene,
         plan: &Plan,
         params: &IntervisParams,
     ) -> Geometry {
-        let limits = device.limits();
-        let with = |label, usage, bytes: &[u8]| buffer_with(device, queue, label, usage, bytes);
+        let limits = tracer.device().limits();
+        let with =
+            |label, usage, bytes: &[u8]| buffer_with(tracer, super::pass::OP, label, usage, bytes);
         let albedo: Vec<f32> = scene.materials().iter().map(|m| m.albedo).collect();
         let mut scene_vertices: Vec<Vertex> = Vec::new();
         for tier in scene.tiers() {

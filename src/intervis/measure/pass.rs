@@ -16,6 +16,9 @@ use crate::intervis::IntervisRecord;
 use crate::receipt::Receipt;
 use crate::scene::Scene;
 use crate::{Error, Result};
+
+/// The operation the pass's GPU work is counted under (see [`crate::Counters`]).
+pub(super) const OP: &str = "intervis";
 use glam::Mat4;
 use std::num::NonZeroU64;
 use std::ops::Range;
@@ -124,7 +127,7 @@ impl IntervisPass {
         let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let t0 = std::time::Instant::now();
         let work = Work::new(tracer, scene, &plan, targets, params);
-        let receipt = Receipt::new(device, tracer.queue());
+        let receipt = Receipt::new(tracer, OP);
         if let Some(e) = pollster::block_on(validation.pop()) {
             return Err(Error::Gpu(format!("intervis pass failed: {e}")));
         }
@@ -189,7 +192,8 @@ impl IntervisPass {
         };
         let readbacks = w.groups.iter().map(|g| &g.readback);
         crate::gpu::map_read_all(
-            tracer.device(),
+            tracer,
+            OP,
             readbacks.chain(self.receipt.buffer()),
             "the intervis records",
         )?;
@@ -217,6 +221,7 @@ impl IntervisPass {
     pub(super) fn run(&self, tracer: &GpuTracer) -> Result<()> {
         crate::gpu::submit_checked(
             tracer,
+            OP,
             "intervis",
             "lower the resolution or pass fewer pairs",
             |e| self.encode(tracer, e),
@@ -234,12 +239,11 @@ impl Work {
         params: &IntervisParams,
     ) -> Work {
         let device = tracer.device();
-        let queue = tracer.queue();
         let limits = device.limits();
         let res = params.resolution;
         let kit = tracer.cached(Kit::new);
-        let with = |label, usage, bytes: &[u8]| buffer_with(device, queue, label, usage, bytes);
-        let geometry = Geometry::upload(device, queue, scene, plan, params);
+        let with = |label, usage, bytes: &[u8]| buffer_with(tracer, OP, label, usage, bytes);
+        let geometry = Geometry::upload(tracer, scene, plan, params);
         let light = Light {
             sun: params.sun.normalize().extend(params.ambient).into(),
             sky: params.sky,
@@ -255,7 +259,7 @@ impl Work {
 
         // Textures.
         let texture = |label, format, usage, layers| {
-            crate::gpu::texture_array(device, label, res, layers, format, usage)
+            crate::gpu::texture_array(tracer, OP, label, res, layers, format, usage)
         };
         let attach_and_read =
             wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::TEXTURE_BINDING;
@@ -375,18 +379,24 @@ impl Work {
                 bytemuck::cast_slice(&job_list),
             );
             let bytes = (job_count * size_of::<IntervisRecord>()) as u64;
-            let records = device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("intervis records"),
-                size: bytes,
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            });
-            let readback = device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("intervis readback"),
-                size: bytes,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
+            let records = tracer.create_buffer(
+                OP,
+                &wgpu::BufferDescriptor {
+                    label: Some("intervis records"),
+                    size: bytes,
+                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                },
+            );
+            let readback = tracer.create_buffer(
+                OP,
+                &wgpu::BufferDescriptor {
+                    label: Some("intervis readback"),
+                    size: bytes,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                },
+            );
             let sized = |buffer, size| {
                 wgpu::BindingResource::Buffer(wgpu::BufferBinding {
                     buffer,
