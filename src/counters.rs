@@ -50,6 +50,13 @@ impl Counters {
         }
     }
 
+    /// The sum of two counts (two engines', or two operations').
+    #[must_use]
+    pub fn plus(mut self, o: &Counters) -> Counters {
+        self.add(o);
+        self
+    }
+
     fn add(&mut self, o: &Counters) {
         self.submissions += o.submissions;
         self.waits += o.waits;

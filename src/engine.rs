@@ -27,6 +27,8 @@ pub struct EngineOptions {
 pub struct Engine {
     gpu: Option<GpuTracer>,
     adapter: Option<String>,
+    /// Why [`Engine::headless`] chose the CPU backend, when it did.
+    reason: Option<String>,
 }
 
 impl Engine {
@@ -36,6 +38,7 @@ impl Engine {
         Engine {
             gpu: None,
             adapter: None,
+            reason: None,
         }
     }
 
@@ -73,11 +76,16 @@ impl Engine {
                 lost,
             )?),
             adapter: None,
+            reason: None,
         })
     }
 
-    /// A headless GPU engine on its own device, or the CPU backend when no adapter exists (one
-    /// log line says how to get one). Honours `WGPU_BACKEND` and `WGPU_ADAPTER_NAME`.
+    /// The backend that fits the machine: a headless GPU engine on its own device when the
+    /// adapter is a real GPU; the CPU backend when no adapter exists (one log line says how to
+    /// get one) or when the only adapter is a software rasterizer (`DeviceType::Cpu`: lavapipe,
+    /// llvmpipe, SwiftShader, WARP), which runs the kernels several times slower than the CPU
+    /// backend does ([`Engine::backend_reason`] says so; [`Engine::headless_gpu`] forces the
+    /// GPU path). Honours `WGPU_BACKEND` and `WGPU_ADAPTER_NAME`.
     ///
     /// On a machine without a desktop session (`XDG_RUNTIME_DIR` unset), Mesa's device-select
     /// layer makes libwayland print "error: XDG_RUNTIME_DIR is invalid" while adapters are
@@ -85,20 +93,51 @@ impl Engine {
     /// made to silence it (the `sightline` command does).
     #[must_use]
     pub fn headless() -> Engine {
-        match Self::headless_gpu(EngineOptions::default()) {
+        let adapter = instance_and_adapter();
+        let software = match &adapter {
+            Ok(a) if a.get_info().device_type == wgpu::DeviceType::Cpu => Some(a.get_info()),
+            _ => None,
+        };
+        if let Some(info) = software {
+            let reason = format!(
+                "the only adapter, {} ({:?}), is a software rasterizer, slower than the CPU \
+                 backend: using the CPU backend (--backend gpu forces the adapter)",
+                info.name, info.backend
+            );
+            log::info!("{reason}");
+            return Engine {
+                reason: Some(reason),
+                ..Self::cpu()
+            };
+        }
+        match adapter.and_then(|a| Self::on_adapter(&a, EngineOptions::default())) {
             Ok(e) => e,
             Err(e) => {
-                log::warn!("{e}; falling back to the CPU backend");
-                Self::cpu()
+                let reason = format!("{e}; falling back to the CPU backend");
+                log::warn!("{reason}");
+                Engine {
+                    reason: Some(reason),
+                    ..Self::cpu()
+                }
             }
         }
     }
 
-    /// A headless GPU engine, or an error (never the CPU fallback).
+    /// Why [`Engine::headless`] chose the CPU backend (no adapter, or only a software one);
+    /// `None` for an engine on a GPU or one made with [`Engine::cpu`].
+    #[must_use]
+    pub fn backend_reason(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
+
+    /// A headless GPU engine on any adapter, software rasterizers included, or an error (never
+    /// the CPU fallback).
     pub fn headless_gpu(options: EngineOptions) -> Result<Engine> {
-        let instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let adapter = pollster::block_on(pick_adapter(&instance))?;
+        Self::on_adapter(&instance_and_adapter()?, options)
+    }
+
+    /// A GPU engine on its own device of `adapter`.
+    fn on_adapter(adapter: &wgpu::Adapter, options: EngineOptions) -> Result<Engine> {
         let info = adapter.get_info();
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("sightline"),
@@ -122,6 +161,7 @@ impl Engine {
                 "{} ({:?}, {:?})",
                 info.name, info.backend, info.device_type
             )),
+            reason: None,
         })
     }
 
@@ -207,6 +247,77 @@ impl Engine {
         }
     }
 
+    /// [`Engine::occluded`] for a stream of batches, all with `mask`: `each(k, bits)` gets
+    /// batch `k`'s answer, in order. On the GPU the engine uploads and submits batch `k + 1`
+    /// before it waits for batch `k`, so the caller's work making the next batch, validation,
+    /// upload and readback overlap the GPU's tracing (two batches in flight, one submission and
+    /// one wait each); on the CPU the batches are traced in turn. The first error (a bad
+    /// batch, or one `each` returns) stops the stream.
+    pub fn occluded_stream<S: AsRef<[Segment]>>(
+        &self,
+        scene: &Scene,
+        batches: impl IntoIterator<Item = S>,
+        mask: Mask,
+        each: impl FnMut(usize, Occlusion) -> Result<()>,
+    ) -> Result<()> {
+        self.stream(
+            batches,
+            |b| self.occluded(scene, b, mask),
+            |gpu, b| gpu.prepare_occluded(scene, b, mask),
+            |gpu, pass| pass.read_occlusion(gpu),
+            each,
+        )
+    }
+
+    /// [`Engine::closest_hit`] for a stream of batches, pipelined as
+    /// [`Engine::occluded_stream`] is.
+    pub fn closest_hit_stream<S: AsRef<[Ray]>>(
+        &self,
+        scene: &Scene,
+        batches: impl IntoIterator<Item = S>,
+        mask: Mask,
+        each: impl FnMut(usize, Vec<Option<Hit>>) -> Result<()>,
+    ) -> Result<()> {
+        let hits = |records: Vec<HitRecord>| records.iter().map(HitRecord::to_hit).collect();
+        self.stream(
+            batches,
+            |b| self.closest_hit(scene, b, mask),
+            |gpu, b| gpu.prepare_closest_hit(scene, b, mask),
+            |gpu, pass| pass.read_hits(gpu).map(hits),
+            each,
+        )
+    }
+
+    /// Two batches in flight on the GPU: batch `k + 1` is prepared and submitted before batch
+    /// `k` is read. On the CPU, `cpu` answers each batch in turn.
+    fn stream<Q, S: AsRef<[Q]>, T>(
+        &self,
+        batches: impl IntoIterator<Item = S>,
+        cpu: impl Fn(&[Q]) -> Result<T>,
+        prepare: impl Fn(&GpuTracer, &[Q]) -> Result<TracePass>,
+        read: impl Fn(&GpuTracer, &TracePass) -> Result<T>,
+        mut each: impl FnMut(usize, T) -> Result<()>,
+    ) -> Result<()> {
+        let Some(gpu) = &self.gpu else {
+            for (k, b) in batches.into_iter().enumerate() {
+                each(k, cpu(b.as_ref())?)?;
+            }
+            return Ok(());
+        };
+        let mut in_flight: Option<(usize, TracePass)> = None;
+        for (k, b) in batches.into_iter().enumerate() {
+            let pass = prepare(gpu, b.as_ref())?;
+            gpu.run(&pass)?;
+            if let Some((j, done)) = in_flight.replace((k, pass)) {
+                each(j, read(gpu, &done)?)?;
+            }
+        }
+        match in_flight {
+            Some((j, done)) => each(j, read(gpu, &done)?),
+            None => Ok(()),
+        }
+    }
+
     /// The closest hit per ray (`None` where nothing matching `mask` is hit before `t_max`).
     pub fn closest_hit(&self, scene: &Scene, rays: &[Ray], mask: Mask) -> Result<Vec<Option<Hit>>> {
         Ok(self
@@ -275,6 +386,13 @@ impl Engine {
             Some(_) => self.closest_hit_records(scene, rays, mask),
         }
     }
+}
+
+/// The adapter `WGPU_ADAPTER_NAME` names, or the high-performance one.
+fn instance_and_adapter() -> Result<wgpu::Adapter> {
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    pollster::block_on(pick_adapter(&instance))
 }
 
 async fn pick_adapter(instance: &wgpu::Instance) -> Result<wgpu::Adapter> {

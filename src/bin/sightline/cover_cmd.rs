@@ -70,9 +70,9 @@ pub fn dense(
         let choice = a.choice.as_ref().map(|c| json!({"position": v(c.position), "posture": c.posture.name(), "path": c.path.iter().map(|&q| v(q)).collect::<Vec<_>>(), "path_length": c.path_length, "exposure": c.exposure, "intervis_exposed": c.intervis_exposed, "decided_by": c.decided_by.name()}));
         println!(
             "{}",
-            serde_json::to_string_pretty(
-                &json!({"agent": v(agent), "method": "dense", "choice": choice, "rejected": rejected_json(&a.rejected), "explored_cells": a.explored.len(), "rays": a.rays, "seconds": secs})
-            )?
+            serde_json::to_string_pretty(&crate::stats::with_counters(
+                json!({"agent": v(agent), "method": "dense", "choice": choice, "rejected": rejected_json(&a.rejected), "explored_cells": a.explored.len(), "rays": a.rays, "seconds": secs})
+            ))?
         );
     } else {
         match &a.choice {
@@ -184,9 +184,9 @@ pub fn cover(
         let fire = firing[0].as_ref().map(|f| json!({"position": v(f.position), "posture": f.posture.name(), "observer": f.observer, "step_back": f.step_back}));
         println!(
             "{}",
-            serde_json::to_string_pretty(
-                &json!({"agent": v(agent), "method": "sensor-grid", "choice": choice, "rejected": rejected_json(&a.rejected), "firing_position": fire, "rays": a.rays, "seconds": secs, "sensors": sensors})
-            )?
+            serde_json::to_string_pretty(&crate::stats::with_counters(
+                json!({"agent": v(agent), "method": "sensor-grid", "choice": choice, "rejected": rejected_json(&a.rejected), "firing_position": fire, "rays": a.rays, "seconds": secs, "sensors": sensors})
+            ))?
         );
     } else {
         match &a.choice {
@@ -289,9 +289,9 @@ pub fn cover_field(
         let cells: Vec<String> = f.cells.iter().map(|c| format!("{c:?}")).collect();
         println!(
             "{}",
-            serde_json::to_string(
-                &json!({"center": v(center), "origin": [f.origin.x, f.origin.y], "cell": f.cell, "width": f.width, "height": f.height, "counts": counts, "seconds": f.elapsed.as_secs_f64(), "cells": cells})
-            )?
+            serde_json::to_string(&crate::stats::with_counters(
+                json!({"center": v(center), "origin": [f.origin.x, f.origin.y], "cell": f.cell, "width": f.width, "height": f.height, "counts": counts, "seconds": f.elapsed.as_secs_f64(), "cells": cells})
+            ))?
         );
     } else {
         println!(

@@ -202,8 +202,11 @@ pub fn run(
         })).collect::<Vec<_>>(),
     });
     let path = a.out.join("run.json");
-    std::fs::write(&path, serde_json::to_string(&doc)?)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::write(
+        &path,
+        serde_json::to_string(&crate::stats::with_counters(doc))?,
+    )
+    .map_err(|e| format!("{}: {e}", path.display()))?;
     eprintln!("wrote {}", path.display());
     let (lo, hi) = bounds(nodes).ok_or("no nodes")?;
     let small = Canvas::over_box_sized(engine, scene, lo, hi, "", picture::width() / 2)?;

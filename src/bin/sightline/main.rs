@@ -1,6 +1,7 @@
 //! `sightline`: the command-line tool.
 
 mod picture;
+mod stats;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use glam::Vec3;
@@ -23,11 +24,16 @@ struct Cli {
     /// Width of every picture's map in pixels (the legend panel is added beside it).
     #[arg(long, global = true, default_value_t = picture::DEFAULT_WIDTH)]
     width: u32,
+    /// Print the GPU work counted in the run (submissions, waits, bytes uploaded and read
+    /// back, buffers and textures created) as the last line on stderr.
+    #[arg(long, global = true)]
+    stats: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
 enum BackendArg {
-    /// The GPU if an adapter exists, else the CPU.
+    /// The GPU if the adapter is a real GPU; the CPU when there is none or only a software
+    /// rasterizer (lavapipe, llvmpipe, SwiftShader, WARP), which is slower than the CPU backend.
     Auto,
     Gpu,
     Cpu,
@@ -442,13 +448,19 @@ fn parse_area(s: &str) -> Result<[f32; 4], String> {
 fn main() -> ExitCode {
     quiet_device_select();
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
-    match run(Cli::parse()) {
+    let cli = Cli::parse();
+    let show = cli.stats;
+    let code = match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    };
+    if show {
+        eprintln!("{}", stats::line());
     }
+    code
 }
 
 /// Mesa's device-select Vulkan layer asks Wayland which GPU drives the display; without a
@@ -502,7 +514,7 @@ fn load_or_generate(a: &SceneArgs) -> AnyResult<Scene> {
     Ok(scene)
 }
 
-fn engine(b: BackendArg) -> AnyResult<Engine> {
+fn engine(b: BackendArg) -> AnyResult<&'static Engine> {
     let e = match b {
         BackendArg::Auto => Engine::headless(),
         BackendArg::Gpu => Engine::headless_gpu(Default::default())?,
@@ -515,7 +527,10 @@ fn engine(b: BackendArg) -> AnyResult<Engine> {
             .map(|n| format!(" on {n}"))
             .unwrap_or_default()
     );
-    Ok(e)
+    if let Some(why) = e.backend_reason() {
+        eprintln!("backend: {why}");
+    }
+    Ok(stats::keep(e))
 }
 
 fn run(cli: Cli) -> AnyResult<()> {
@@ -554,11 +569,13 @@ fn run(cli: Cli) -> AnyResult<()> {
             if rays.len() <= BATCH {
                 bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
             }
+            // Pipelined: the GPU traces one batch while the last one is read back.
             let mut hits = Vec::with_capacity(rays.len());
-            for batch in rays.chunks(BATCH) {
-                hits.extend(e.closest_hit(&s, batch, mask)?);
+            e.closest_hit_stream(&s, rays.chunks(BATCH), mask, |_, batch| {
                 bar.inc(batch.len() as u64);
-            }
+                hits.extend(batch);
+                Ok(())
+            })?;
             bar.finish_and_clear();
             let secs = t.elapsed().as_secs_f64();
             let mut w = BufWriter::new(
@@ -711,8 +728,11 @@ fn run(cli: Cli) -> AnyResult<()> {
             let e = engine(scene.backend)?;
             let g = nav.graph(&e, &s)?;
             if let Some(path) = json {
-                std::fs::write(&path, serde_json::to_string(&g.to_json())?)
-                    .map_err(|err| format!("{}: {err}", path.display()))?;
+                std::fs::write(
+                    &path,
+                    serde_json::to_string(&stats::with_counters(g.to_json()))?,
+                )
+                .map_err(|err| format!("{}: {err}", path.display()))?;
                 eprintln!("wrote {}", path.display());
             }
             if let Some(path) = csv {

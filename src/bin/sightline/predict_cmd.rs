@@ -109,8 +109,11 @@ pub fn run(engine: &Engine, scene: &Scene, graph: &NavGraph, a: &Args) -> AnyRes
     eprintln!("predicted in {ms:.2} ms");
     if let Some(path) = &a.json {
         let doc = to_json(&r, &sighting, a.observer, graph);
-        std::fs::write(path, serde_json::to_string_pretty(&doc)?)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::write(
+            path,
+            serde_json::to_string_pretty(&crate::stats::with_counters(doc))?,
+        )
+        .map_err(|e| format!("{}: {e}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }
     if let Some(path) = &a.png {

@@ -133,8 +133,11 @@ pub fn run(engine: &Engine, scene: &Scene, a: &Args) -> AnyResult<()> {
     summary(&answer, at, a.threats.len());
     if let Some(path) = &a.json {
         let doc = to_json(&answer, a, from);
-        std::fs::write(path, serde_json::to_string(&doc)?)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::write(
+            path,
+            serde_json::to_string(&crate::stats::with_counters(doc))?,
+        )
+        .map_err(|e| format!("{}: {e}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }
     if let Some(path) = &a.png {

@@ -121,8 +121,11 @@ pub fn run(
             "tpm": values,
             "frames": log,
         });
-        std::fs::write(path, serde_json::to_string(&doc)?)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::write(
+            path,
+            serde_json::to_string(&crate::stats::with_counters(doc))?,
+        )
+        .map_err(|e| format!("{}: {e}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }
     if let Some(path) = png {
