@@ -2,8 +2,12 @@
 //! batches of 1k, 10k, 100k and 1M random long segments over `village`, with the CPU backend
 //! beside each in the same group (`cpu`, `gpu`); a coherent fan (one eye 1.6 m above the
 //! ground, 64 x 64 targets 0.5 m above it, found with downward `closest_hit` rays, row-major),
-//! the case of a sensor grid; and the time of one 32-segment call (the per-call overhead:
-//! upload, dispatch, submit, readback).
+//! the case of a sensor grid; the time of one 32-segment call (the per-call overhead:
+//! upload, dispatch, submit, readback); and ten batches of 100k traced by ten sequential calls
+//! against one pipelined `Engine::occluded_stream` (`stream/village/10x100k`). Each GPU figure
+//! is followed on stderr by the engine's counters for one call (`counters: ...`: submissions,
+//! waits, bytes uploaded and read back, buffers and textures created).
+//! `SIGHTLINE_BENCH_SWEEP=1` adds batches of 4M and 16M segments (for a real GPU).
 //!
 //! ```text
 //! WGPU_BACKEND=vulkan cargo bench --bench gpu     # full run
@@ -100,9 +104,26 @@ fn fan(scene: &Scene) -> Vec<Segment> {
         .collect()
 }
 
+/// Prints the counters of one more run of `f` on `gpu` (after the measured ones: scene and
+/// workspace are warm).
+fn print_counters(what: &str, gpu: &Engine, f: impl FnOnce()) {
+    let before = gpu.counters().total;
+    f();
+    eprintln!("{what}: counters: {}", gpu.counters().total.since(&before));
+}
+
+/// The batch sizes to run: `BATCHES`, plus 4M and 16M under `SIGHTLINE_BENCH_SWEEP=1`.
+fn sizes() -> Vec<(usize, &'static str)> {
+    let mut sizes = BATCHES.to_vec();
+    if std::env::var("SIGHTLINE_BENCH_SWEEP").is_ok_and(|v| v == "1") {
+        sizes.extend([(4_000_000, "4M"), (16_000_000, "16M")]);
+    }
+    sizes
+}
+
 fn batches(c: &mut Criterion, scene: &Scene, segs: &[Segment], gpu: Option<&Engine>) {
     let cpu = Engine::cpu();
-    for (n, name) in BATCHES {
+    for (n, name) in sizes() {
         let batch = &segs[..n];
         let mut g = c.benchmark_group(format!("occluded/village/{name}"));
         g.throughput(Throughput::Elements(n as u64));
@@ -112,6 +133,9 @@ fn batches(c: &mut Criterion, scene: &Scene, segs: &[Segment], gpu: Option<&Engi
         if let Some(gpu) = gpu {
             g.bench_function("gpu", |b| {
                 b.iter(|| gpu.occluded(scene, black_box(batch), Mask::SIGHT))
+            });
+            print_counters(&format!("occluded/village/{name}/gpu"), gpu, || {
+                gpu.occluded(scene, batch, Mask::SIGHT).unwrap();
             });
         }
         g.finish();
@@ -144,6 +168,40 @@ fn call_overhead(c: &mut Criterion, scene: &Scene, segs: &[Segment], gpu: Option
         g.bench_function("gpu", |b| {
             b.iter(|| gpu.occluded(scene, black_box(batch), Mask::SIGHT))
         });
+        print_counters(&format!("call/village/{SMALL_CALL}/gpu"), gpu, || {
+            gpu.occluded(scene, batch, Mask::SIGHT).unwrap();
+        });
+    }
+    g.finish();
+}
+
+/// Ten batches of 100k: ten sequential calls, and one pipelined stream (batch k + 1 uploaded
+/// and submitted before batch k is read).
+fn stream(c: &mut Criterion, scene: &Scene, segs: &[Segment], gpu: Option<&Engine>) {
+    let cpu = Engine::cpu();
+    let tenth: Vec<&[Segment]> = segs.chunks(segs.len() / 10).take(10).collect();
+    let sequential = |e: &Engine| {
+        for b in &tenth {
+            black_box(e.occluded(scene, b, Mask::SIGHT).unwrap());
+        }
+    };
+    let streamed = |e: &Engine| {
+        e.occluded_stream(scene, &tenth, Mask::SIGHT, |_, bits| {
+            black_box(bits);
+            Ok(())
+        })
+        .unwrap();
+    };
+    let mut g = c.benchmark_group("stream/village/10x100k");
+    g.throughput(Throughput::Elements(segs.len() as u64));
+    g.bench_function("cpu", |b| b.iter(|| sequential(&cpu)));
+    if let Some(gpu) = gpu {
+        g.bench_function("gpu-sequential", |b| b.iter(|| sequential(gpu)));
+        print_counters("stream/village/10x100k/gpu-sequential", gpu, || {
+            sequential(gpu)
+        });
+        g.bench_function("gpu-stream", |b| b.iter(|| streamed(gpu)));
+        print_counters("stream/village/10x100k/gpu-stream", gpu, || streamed(gpu));
     }
     g.finish();
 }
@@ -157,7 +215,7 @@ fn main() {
         .configure_from_args();
     let gpu = gpu_engine();
     let scene = procedural::village(1, 1);
-    let largest = BATCHES[BATCHES.len() - 1].0;
+    let largest = sizes().last().unwrap().0;
     let segs = long_segments(&scene, largest, 0x6770_7521);
     let fan = fan(&scene);
     let cpu_bits = Engine::cpu().occluded(&scene, &segs, Mask::SIGHT).unwrap();
@@ -193,6 +251,7 @@ fn main() {
     batches(&mut c, &scene, &segs, gpu.as_ref());
     coherent_fan(&mut c, &scene, &fan, gpu.as_ref());
     call_overhead(&mut c, &scene, &segs, gpu.as_ref());
+    stream(&mut c, &scene, &segs[..1_000_000], gpu.as_ref());
     if let Some(gpu) = &gpu {
         eprintln!("gpu workspace: {:?}", gpu.gpu().unwrap().workspace_stats());
     }

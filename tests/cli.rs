@@ -408,3 +408,86 @@ fn fireteam_on_a_mesh_file() {
         .fold((f64::MAX, f64::MIN), |(a, b), &h| (a.min(h), b.max(h)));
     assert!(lo < 1.0 && hi > 14.0, "the path climbs from {lo} to {hi}");
 }
+
+/// The numbers of a `--stats` line (`counters: submissions N, waits N, uploaded N B, read back
+/// N B, created N`), or `None` when the line has another shape.
+fn counters_line(line: &str) -> Option<[u64; 5]> {
+    let rest = line.strip_prefix("counters: submissions ")?;
+    let rest = rest.replace(", waits ", " ");
+    let rest = rest
+        .replace(" B, read back ", " ")
+        .replace(", uploaded ", " ");
+    let rest = rest.replace(" B, created ", " ");
+    let n: Vec<u64> = rest
+        .split(' ')
+        .map(|w| w.parse().ok())
+        .collect::<Option<_>>()?;
+    n.try_into().ok()
+}
+
+#[test]
+fn stats_print_the_runs_counters_last_and_json_answers_carry_them() {
+    let o = sightline(&[
+        "cover",
+        "--scene",
+        "rock",
+        "--agent=5,0,0",
+        "--observer=30,1.7,0",
+        "--backend",
+        "gpu",
+        "--json",
+        "--stats",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{}", text(&o));
+    let last = err.lines().last().unwrap_or_default();
+    let [submissions, waits, uploaded, read_back, created] =
+        counters_line(last).unwrap_or_else(|| panic!("last stderr line: {last}"));
+    // A dense search traces through the engine: some work, each submission read back.
+    assert!(submissions > 0 && waits > 0 && uploaded > 0 && read_back > 0 && created > 0);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let c = &v["counters"];
+    let field = |k: &str| {
+        c[k].as_u64()
+            .unwrap_or_else(|| panic!("counters.{k} in {c}"))
+    };
+    assert_eq!(
+        [
+            field("submissions"),
+            field("waits"),
+            field("bytes_uploaded"),
+            field("bytes_read_back"),
+            field("created")
+        ],
+        [submissions, waits, uploaded, read_back, created],
+        "the JSON answer is written last, so it holds the run's totals"
+    );
+}
+
+#[test]
+fn stats_on_the_cpu_backend_count_nothing() {
+    let o = sightline(&["viewshed", "--scene", "rock", "--backend", "cpu", "--stats"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        err.lines().last(),
+        Some("counters: submissions 0, waits 0, uploaded 0 B, read back 0 B, created 0")
+    );
+}
+
+/// `--backend auto` says in one line why it runs on the CPU when the adapter is a software
+/// rasterizer (lavapipe here), and uses a real GPU otherwise.
+#[test]
+fn auto_says_which_backend_fits_the_machine() {
+    let o = sightline(&["viewshed", "--scene", "rock"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let forced = sightline(&["viewshed", "--scene", "rock", "--backend", "gpu"]);
+    let forced_err = String::from_utf8_lossy(&forced.stderr);
+    if forced_err.contains("Cpu)") {
+        assert!(err.contains("backend: Cpu"), "{err}");
+        assert!(err.contains("is a software rasterizer"), "{err}");
+    } else if forced.status.success() {
+        assert!(err.contains("backend: Gpu"), "{err}");
+    }
+}
