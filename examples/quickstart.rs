@@ -7,7 +7,7 @@ use sightline::{scene::procedural, Engine, Mask, Segment};
 
 fn main() -> sightline::Result<()> {
     let scene = procedural::village(1, 1);
-    let engine = Engine::headless(); // GPU if an adapter exists, else the CPU backend
+    let engine = Engine::headless(); // a real GPU if there is one, else the CPU backend
     let eye = Vec3::new(0.0, 12.0, 0.0);
     let segments: Vec<Segment> = (0..8)
         .map(|i| {

@@ -3,7 +3,7 @@
 //! ```no_run
 //! use sightline::{Engine, Mask, Segment, scene::procedural};
 //! let scene = procedural::village(7, 1);
-//! let engine = Engine::headless(); // GPU if an adapter exists, else the CPU backend
+//! let engine = Engine::headless(); // a real GPU if there is one, else the CPU backend
 //! let segs = [Segment::new([0.0, 1.7, 0.0].into(), [30.0, 1.0, 5.0].into())];
 //! let bits = engine.occluded(&scene, &segs, Mask::SIGHT).unwrap();
 //! println!("blocked: {}", bits.get(0));
