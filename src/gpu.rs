@@ -101,6 +101,20 @@ struct Slot {
 }
 
 impl Slot {
+    /// Asks for the upload buffer's mapping, unless it is mapped or being mapped; the next
+    /// poll of the device completes it. Only when no unfinished submission uses the buffer.
+    fn map_upload(&self) {
+        let state = self.upload_state.clone();
+        if state
+            .compare_exchange(UNMAPPED, MAPPING, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            self.upload.map_async(wgpu::MapMode::Write, .., move |r| {
+                state.store(if r.is_ok() { MAPPED } else { UNMAPPED }, Ordering::Release);
+            });
+        }
+    }
+
     fn bytes(&self) -> u64 {
         self.upload.size()
             + self.queries.size()
@@ -137,6 +151,9 @@ impl Workspace {
         let mut idle = self.idle.lock().unwrap();
         for slot in slots {
             if !slot.mapped.load(Ordering::Relaxed) && idle.len() < MAX_IDLE_SLOTS {
+                // A pass given back was read (its upload is being mapped already) or never
+                // encoded (no submission uses the upload).
+                slot.map_upload();
                 idle.push(slot);
             }
         }
@@ -1117,15 +1134,7 @@ impl TracePass {
         self.unmap_all();
         self.unread.store(false, Ordering::Relaxed);
         for s in &self.slices {
-            let state = s.slot.upload_state.clone();
-            if state
-                .compare_exchange(UNMAPPED, MAPPING, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-            {
-                s.slot.upload.map_async(wgpu::MapMode::Write, .., move |r| {
-                    state.store(if r.is_ok() { MAPPED } else { UNMAPPED }, Ordering::Release);
-                });
-            }
+            s.slot.map_upload();
         }
     }
 

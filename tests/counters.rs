@@ -258,3 +258,19 @@ fn auto_picks_the_backend_that_fits_the_adapter() {
         assert_eq!(auto.backend_reason(), None);
     }
 }
+
+/// A pass prepared and dropped without being encoded gives its buffers back, mapped again for
+/// the next call: nothing is created or staged then.
+#[test]
+fn a_pass_dropped_unencoded_leaves_its_buffers_ready() {
+    let Some(e) = gpu::gpu_engine() else { return };
+    let scene = procedural::rock(1, 1);
+    let segs = random_segments(&scene, 10_000, 9);
+    let want = e.occluded(&scene, &segs, Mask::SIGHT).unwrap();
+    let tracer = e.gpu().unwrap();
+    drop(tracer.prepare_occluded(&scene, &segs, Mask::SIGHT).unwrap());
+    let before = total(&e);
+    assert_eq!(e.occluded(&scene, &segs, Mask::SIGHT).unwrap(), want);
+    let d = total(&e).since(&before);
+    assert_eq!((d.created(), d.staging_writes), (0, 0), "{d:?}");
+}
