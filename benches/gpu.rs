@@ -5,8 +5,8 @@
 //! the case of a sensor grid; the time of one 32-segment call (the per-call overhead:
 //! upload, dispatch, submit, readback); and ten batches of 100k traced by ten sequential calls
 //! against one pipelined `Engine::occluded_stream` (`stream/village/10x100k`). Each GPU figure
-//! is followed on stderr by the engine's counters for one call (`counters: ...`: submissions,
-//! waits, bytes uploaded and read back, buffers and textures created).
+//! is followed on stderr by the engine's counters per call in its last sample (`counters per
+//! call: ...`: submissions, waits, bytes uploaded and read back, buffers and textures created).
 //! `SIGHTLINE_BENCH_SWEEP=1` adds batches of 4M and 16M segments (for a real GPU).
 //!
 //! ```text
@@ -24,13 +24,15 @@
 mod common;
 
 use common::gpu_engine;
-use criterion::{Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, Throughput};
 use glam::Vec3;
 use sightline::scene::procedural;
 use sightline::trace::{Ray, Segment, SplitMix64};
-use sightline::{Engine, Mask, Scene};
+use sightline::{Counters, Engine, Mask, Scene};
+use std::cell::Cell;
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Batch sizes of the throughput groups.
 const BATCHES: [(usize, &str); 4] = [
@@ -104,12 +106,34 @@ fn fan(scene: &Scene) -> Vec<Segment> {
         .collect()
 }
 
-/// Prints the counters of one more run of `f` on `gpu` (after the measured ones: scene and
-/// workspace are warm).
-fn print_counters(what: &str, gpu: &Engine, f: impl FnOnce()) {
-    let before = gpu.counters().total;
-    f();
-    eprintln!("{what}: counters: {}", gpu.counters().total.since(&before));
+/// Runs `f` as criterion's iterations on `gpu` and prints, for the last sample, the counters
+/// of one iteration (`what: counters: ...`): nothing when the group is filtered out.
+fn counted(g: &mut BenchmarkGroup<'_, WallTime>, name: &str, gpu: &Engine, mut f: impl FnMut()) {
+    let last = Cell::new(None);
+    g.bench_function(name, |b| {
+        b.iter_custom(|iters| {
+            let before = gpu.counters().total;
+            let t = Instant::now();
+            for _ in 0..iters {
+                f();
+            }
+            let elapsed = t.elapsed();
+            last.set(Some((gpu.counters().total.since(&before), iters)));
+            elapsed
+        })
+    });
+    if let Some((c, n)) = last.get() {
+        let per = Counters {
+            submissions: c.submissions / n,
+            waits: c.waits / n,
+            bytes_uploaded: c.bytes_uploaded / n,
+            bytes_read_back: c.bytes_read_back / n,
+            buffers_created: c.buffers_created / n,
+            textures_created: c.textures_created / n,
+            staging_writes: c.staging_writes / n,
+        };
+        eprintln!("{name}: counters per call ({n} calls): {per}");
+    }
 }
 
 /// The batch sizes to run: `BATCHES`, plus 4M and 16M under `SIGHTLINE_BENCH_SWEEP=1`.
@@ -131,11 +155,8 @@ fn batches(c: &mut Criterion, scene: &Scene, segs: &[Segment], gpu: Option<&Engi
             b.iter(|| cpu.occluded(scene, black_box(batch), Mask::SIGHT))
         });
         if let Some(gpu) = gpu {
-            g.bench_function("gpu", |b| {
-                b.iter(|| gpu.occluded(scene, black_box(batch), Mask::SIGHT))
-            });
-            print_counters(&format!("occluded/village/{name}/gpu"), gpu, || {
-                gpu.occluded(scene, batch, Mask::SIGHT).unwrap();
+            counted(&mut g, "gpu", gpu, || {
+                black_box(gpu.occluded(scene, black_box(batch), Mask::SIGHT).unwrap());
             });
         }
         g.finish();
@@ -150,8 +171,8 @@ fn coherent_fan(c: &mut Criterion, scene: &Scene, fan: &[Segment], gpu: Option<&
         b.iter(|| cpu.occluded(scene, black_box(fan), Mask::SIGHT))
     });
     if let Some(gpu) = gpu {
-        g.bench_function("gpu", |b| {
-            b.iter(|| gpu.occluded(scene, black_box(fan), Mask::SIGHT))
+        counted(&mut g, "gpu", gpu, || {
+            black_box(gpu.occluded(scene, black_box(fan), Mask::SIGHT).unwrap());
         });
     }
     g.finish();
@@ -165,11 +186,8 @@ fn call_overhead(c: &mut Criterion, scene: &Scene, segs: &[Segment], gpu: Option
         b.iter(|| cpu.occluded(scene, black_box(batch), Mask::SIGHT))
     });
     if let Some(gpu) = gpu {
-        g.bench_function("gpu", |b| {
-            b.iter(|| gpu.occluded(scene, black_box(batch), Mask::SIGHT))
-        });
-        print_counters(&format!("call/village/{SMALL_CALL}/gpu"), gpu, || {
-            gpu.occluded(scene, batch, Mask::SIGHT).unwrap();
+        counted(&mut g, "gpu", gpu, || {
+            black_box(gpu.occluded(scene, black_box(batch), Mask::SIGHT).unwrap());
         });
     }
     g.finish();
@@ -196,12 +214,8 @@ fn stream(c: &mut Criterion, scene: &Scene, segs: &[Segment], gpu: Option<&Engin
     g.throughput(Throughput::Elements(segs.len() as u64));
     g.bench_function("cpu", |b| b.iter(|| sequential(&cpu)));
     if let Some(gpu) = gpu {
-        g.bench_function("gpu-sequential", |b| b.iter(|| sequential(gpu)));
-        print_counters("stream/village/10x100k/gpu-sequential", gpu, || {
-            sequential(gpu)
-        });
-        g.bench_function("gpu-stream", |b| b.iter(|| streamed(gpu)));
-        print_counters("stream/village/10x100k/gpu-stream", gpu, || streamed(gpu));
+        counted(&mut g, "gpu-sequential", gpu, || sequential(gpu));
+        counted(&mut g, "gpu-stream", gpu, || streamed(gpu));
     }
     g.finish();
 }
