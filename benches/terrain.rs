@@ -6,7 +6,8 @@
 //!   scores in all 8 directions, and the scores alone from surveyed relations;
 //! - a door patch (close and reopen the south-west door: two patches) against a full
 //!   recompute of the relations;
-//! - out-of-sight threat prediction, per query.
+//! - out-of-sight threat prediction, per query, and 256 seeded queries in one `predict_many`
+//!   batch beside 256 `predict` calls (the GPU's submissions and waits per batch printed).
 //!
 //! ```text
 //! WGPU_BACKEND=vulkan cargo bench --bench terrain
@@ -24,9 +25,10 @@ use glam::Vec3;
 use sightline::nav::{generate, CostParams, NavGraph, NavParams};
 use sightline::scene::procedural::{sniper, sniper_layout, urban};
 use sightline::terrain::patch::DoorPatch;
-use sightline::terrain::predict::{predict, PredictParams, Sighting};
+use sightline::terrain::predict::{predict, predict_many, PredictParams, PredictQuery, Sighting};
 use sightline::terrain::sniping::{Sniping, SnipingParams};
 use sightline::terrain::{RelationParams, Relations, Survey, SurveyParams};
+use sightline::trace::SplitMix64;
 use sightline::{Engine, Scene};
 use std::hint::black_box;
 use std::time::Duration;
@@ -50,6 +52,62 @@ fn graph(scene: &Scene) -> NavGraph {
 fn sniping_total(engine: &Engine, scene: &Scene, g: &NavGraph) -> Sniping {
     let sv = Survey::compute(engine, scene, g, &SurveyParams::standard(), None, None).unwrap();
     Sniping::compute(&sv.relations, &sv.site(vec![]), &SnipingParams::standard()).unwrap()
+}
+
+/// `n` seeded threats at random nodes walking any way at 0.5 to 4 m/s for up to 3 s, each
+/// watched by an observer at another random node.
+fn predict_queries(g: &NavGraph, n: usize) -> Vec<PredictQuery> {
+    let mut rng = SplitMix64(42);
+    let nodes = g.nodes();
+    let mut node = || nodes[(rng.next_u64() % nodes.len() as u64) as usize];
+    let spots: Vec<(Vec3, Vec3)> = (0..n).map(|_| (node(), node())).collect();
+    spots
+        .into_iter()
+        .map(|(seen, observer)| {
+            let angle = rng.range(0.0, std::f32::consts::TAU);
+            let speed = rng.range(0.5, 4.0);
+            PredictQuery {
+                observer_eye: observer + Vec3::Y * PredictParams::standard().eye_height,
+                sighting: Sighting {
+                    seen,
+                    velocity: Vec3::new(angle.cos(), 0.0, angle.sin()) * speed,
+                    since: rng.range(0.0, 3.0),
+                },
+            }
+        })
+        .collect()
+}
+
+/// 256 predictions: one `predict_many` batch beside 256 `predict` calls, on each engine.
+fn predict_batch(
+    c: &mut Criterion,
+    cpu: &Engine,
+    gpu: Option<&Engine>,
+    level: &Scene,
+    g: &NavGraph,
+) {
+    let queries = predict_queries(g, 256);
+    let p = PredictParams::standard();
+    let mut grp = c.benchmark_group("terrain/predict_256");
+    grp.sample_size(10).measurement_time(Duration::from_secs(5));
+    for (name, engine) in [("cpu", Some(cpu)), ("gpu", gpu)] {
+        let Some(engine) = engine else { continue };
+        let before = engine.counters().total;
+        predict_many(engine, level, g, &queries, &p).unwrap();
+        let batch = engine.counters().total.since(&before);
+        eprintln!("predict_many of {} on {name}: {batch}", queries.len());
+        grp.bench_function(format!("many_{name}"), |b| {
+            b.iter(|| black_box(predict_many(engine, level, g, &queries, &p).unwrap()))
+        });
+        grp.bench_function(format!("single_{name}"), |b| {
+            b.iter(|| {
+                for q in &queries {
+                    black_box(predict(engine, level, g, q.observer_eye, &q.sighting, &p).unwrap());
+                }
+            })
+        });
+    }
+    grp.finish();
 }
 
 fn is_lavapipe(e: &Engine) -> bool {
@@ -179,6 +237,7 @@ fn benches(c: &mut Criterion) {
         });
     }
     grp.finish();
+    predict_batch(c, &cpu, gpu.as_ref(), &level, &g);
 
     let city = urban(1, 1);
     let ug = graph(&city);

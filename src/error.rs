@@ -28,6 +28,9 @@ pub enum Error {
     /// differences overflow.
     #[error("query {index} has {what}; pass finite coordinates in metres, within {limit:e} m of the origin", limit = crate::limits::MAX_COORDINATE)]
     NonFiniteQuery { index: usize, what: &'static str },
+    /// One query of a batch was refused: `index` says which, `source` why and what to change.
+    #[error("query {index} of the batch: {source}")]
+    Query { index: usize, source: Box<Error> },
     /// A size the caller controls exceeds a documented limit (see [`crate::limits`]).
     #[error("{what} is {requested}, over the limit of {limit}; {fix}")]
     TooLarge {

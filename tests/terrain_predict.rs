@@ -11,6 +11,9 @@
 //! - the aim node lies on the path, the observer sees it and no node before it (every path node
 //!   traced one by one);
 //! - the GPU and the CPU agree; the CLI writes the picture and the JSON; bad input is an error;
+//! - `predict_many` answers a seeded, varied batch exactly as `predict` answers each query, on
+//!   both backends, with at most three submissions and three waits for the whole batch on the
+//!   GPU; a bad query is refused by its index;
 //! - a hand-made corridor behind a wall: each correction where it must happen.
 
 #[path = "common/gpu.rs"]
@@ -20,8 +23,10 @@ use glam::Vec3;
 use sightline::nav::{self, CostParams, Edge, EdgeKinds, NavGraph, NavParams};
 use sightline::scene::procedural::{self, sniper_layout};
 use sightline::terrain::predict::{
-    predict, Correction, PredictParams, Prediction, Sighting, MAX_STEPS,
+    predict, predict_many, Correction, PredictParams, PredictQuery, Prediction, Sighting,
+    MAX_BATCH_STEPS, MAX_QUERIES, MAX_STEPS,
 };
+use sightline::trace::SplitMix64;
 use sightline::{Engine, Error, Mask, Scene, Segment};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -373,6 +378,185 @@ fn bad_input_is_an_error() {
     assert!(predict(&engine, scene, graph, OBSERVER, &ok, &zero_step).is_err());
     let empty = NavGraph::new(vec![], vec![], &CostParams::standard()).unwrap();
     assert!(predict(&engine, scene, &empty, OBSERVER, &ok, &p).is_err());
+}
+
+/// `n` seeded queries on the sniper level: threats at random nodes (some off the node by up
+/// to half a metre), walking any way at 0 to 4 m/s (one in eight standing still) for up to 3 s;
+/// observers at random nodes or at [`OBSERVER`].
+fn varied_queries(n: usize, seed: u64) -> Vec<PredictQuery> {
+    let (_, graph) = level();
+    let nodes = graph.nodes();
+    let mut rng = SplitMix64(seed);
+    let node = |rng: &mut SplitMix64| nodes[(rng.next_u64() % nodes.len() as u64) as usize];
+    (0..n)
+        .map(|_| {
+            let jitter = Vec3::new(rng.range(-0.5, 0.5), 0.0, rng.range(-0.5, 0.5));
+            let seen = node(&mut rng) + jitter * (rng.next_u64() % 2) as f32;
+            let angle = rng.range(0.0, std::f32::consts::TAU);
+            let speed = if rng.next_u64().is_multiple_of(8) {
+                0.0
+            } else {
+                rng.range(0.5, 4.0)
+            };
+            let observer_eye = if rng.next_u64().is_multiple_of(2) {
+                OBSERVER
+            } else {
+                eye(node(&mut rng))
+            };
+            PredictQuery {
+                observer_eye,
+                sighting: Sighting {
+                    seen,
+                    velocity: Vec3::new(angle.cos(), 0.0, angle.sin()) * speed,
+                    since: rng.range(0.0, 3.0),
+                },
+            }
+        })
+        .collect()
+}
+
+/// Each query answered by its own `predict` call.
+fn one_at_a_time(engine: &Engine, queries: &[PredictQuery]) -> Vec<Prediction> {
+    let (scene, graph) = level();
+    let p = PredictParams::standard();
+    queries
+        .iter()
+        .map(|q| predict(engine, scene, graph, q.observer_eye, &q.sighting, &p).unwrap())
+        .collect()
+}
+
+/// Equal, and equal bit for bit (`Debug` tells -0.0 from 0.0, which `==` does not).
+fn assert_same(many: &[Prediction], alone: &[Prediction]) {
+    assert_eq!(many.len(), alone.len());
+    for (i, (m, a)) in many.iter().zip(alone).enumerate() {
+        assert_eq!(m, a, "query {i}");
+        assert_eq!(format!("{m:?}"), format!("{a:?}"), "query {i}");
+    }
+}
+
+#[test]
+fn predict_many_answers_as_predict_does_on_both_backends() {
+    let (scene, graph) = level();
+    let p = PredictParams::standard();
+    let queries = varied_queries(64, 42);
+    let cpu = Engine::cpu();
+    let many = predict_many(&cpu, scene, graph, &queries, &p).unwrap();
+    assert_same(&many, &one_at_a_time(&cpu, &queries));
+    // The batch is varied: every correction, aim points found and not found, several steps.
+    for c in [Correction::None, Correction::Walls, Correction::Sight] {
+        let count = many.iter().filter(|r| r.corrected_by == c).count();
+        println!("{count} of {} corrected by {c:?}", many.len());
+        assert!(count > 0, "no query corrected by {c:?}");
+    }
+    assert!(many.iter().any(|r| r.aim_node.is_some()));
+    assert!(many.iter().any(|r| r.aim_node.is_none()));
+    assert!(many.iter().any(|r| r.steps.len() > 4));
+    let Some(gpu) = gpu::gpu_engine() else {
+        return;
+    };
+    let many = predict_many(&gpu, scene, graph, &queries, &p).unwrap();
+    assert_same(&many, &one_at_a_time(&gpu, &queries));
+}
+
+#[test]
+fn predict_many_waits_once_per_stage_on_the_gpu() {
+    let Some(gpu) = gpu::gpu_engine() else {
+        return;
+    };
+    let (scene, graph) = level();
+    let p = PredictParams::standard();
+    let queries = varied_queries(64, 7);
+    let before = gpu.counters().total;
+    predict_many(&gpu, scene, graph, &queries, &p).unwrap();
+    let batch = gpu.counters().total.since(&before);
+    let before = gpu.counters().total;
+    one_at_a_time(&gpu, &queries);
+    let alone = gpu.counters().total.since(&before);
+    println!("{} queries in one batch: {batch}", queries.len());
+    println!("{} queries one at a time: {alone}", queries.len());
+    assert!(batch.submissions <= 3 && batch.waits <= 3, "{batch}");
+    assert!(alone.waits >= queries.len() as u64, "{alone}");
+}
+
+#[test]
+fn predict_many_refuses_a_bad_query_by_its_index() {
+    let engine = Engine::cpu();
+    let (scene, graph) = level();
+    let p = PredictParams::standard();
+    assert_eq!(
+        predict_many(&engine, scene, graph, &[], &p).unwrap(),
+        vec![]
+    );
+    let ok = varied_queries(10, 1);
+    let refused =
+        |queries: &[PredictQuery]| predict_many(&engine, scene, graph, queries, &p).unwrap_err();
+    let mut bad = ok.clone();
+    bad[7].sighting.since = -1.0;
+    bad[9].observer_eye = Vec3::splat(f32::NAN);
+    match refused(&bad) {
+        Error::Query { index: 7, source } => {
+            assert!(matches!(
+                *source,
+                Error::InvalidParameter {
+                    name: "sighting.since",
+                    ..
+                }
+            ))
+        }
+        other => panic!("{other:?}"),
+    }
+    bad[3].sighting.since = 1e30;
+    let e = refused(&bad);
+    assert!(e.to_string().starts_with("query 3 of the batch: "), "{e}");
+    match e {
+        Error::Query { index: 3, source } => {
+            assert!(
+                matches!(
+                    *source,
+                    Error::TooLarge {
+                        limit: MAX_STEPS,
+                        ..
+                    }
+                ),
+                "{source}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    let too_many = vec![ok[0]; MAX_QUERIES as usize + 1];
+    assert!(matches!(
+        refused(&too_many),
+        Error::TooLarge {
+            limit: MAX_QUERIES,
+            ..
+        }
+    ));
+    // Each query within MAX_STEPS, the batch over MAX_BATCH_STEPS: refused before any work.
+    let long = PredictQuery {
+        sighting: Sighting {
+            velocity: Vec3::new(4.0, 0.0, 0.0),
+            since: MAX_STEPS as f32 * p.step / 4.0,
+            ..ok[0].sighting
+        },
+        ..ok[0]
+    };
+    let batch = vec![long; (MAX_BATCH_STEPS / MAX_STEPS) as usize + 1];
+    match refused(&batch) {
+        Error::TooLarge { limit, fix, .. } => {
+            assert_eq!(limit, MAX_BATCH_STEPS);
+            assert!(fix.contains("split"), "{fix}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let zero_step = PredictParams { step: 0.0, ..p };
+    let e = predict_many(&engine, scene, graph, &ok, &zero_step).unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidParameter { name: "step", .. }),
+        "{e}"
+    );
+    let empty = NavGraph::new(vec![], vec![], &CostParams::standard()).unwrap();
+    let e = predict_many(&engine, scene, &empty, &ok, &p).unwrap_err();
+    assert!(matches!(e, Error::InvalidInput(_)), "{e}");
 }
 
 fn cli(args: &[&str]) -> std::process::Output {
