@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! WGPU_BACKEND=vulkan cargo bench --bench tables
+//! WGPU_BACKEND=vulkan cargo bench --bench tables -- tables/los_gpu   # the GPU table alone
 //! ```
 //!
 //! Darken, McCue and Guerrero baselines (Intel Q6600, 2009 GPU): 7.16M line-of-sight pairs in 0.298 h; intervis
@@ -23,10 +24,10 @@ use sightline::scene::procedural;
 use sightline::tables::{
     compute_los, sample_waypoints, LosParams, MappedTable, PrecomputeParams, TableFile,
 };
-use sightline::trace::SplitMix64;
-use sightline::Engine;
+use sightline::trace::{Segment, SplitMix64};
+use sightline::{Counters, Engine, Scene};
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Intervis pairs per measured call.
 const PAIRS: usize = 1_000;
@@ -146,5 +147,95 @@ fn benches(c: &mut Criterion) {
     g.finish();
 }
 
-criterion::criterion_group!(group, benches);
+/// The old way to build a table on the GPU, kept as the peer of the `los_table` kernel: a
+/// segment per pair, uploaded and traced through `Engine::occluded` in chunks of
+/// `chunk_segments` (4M), the visible pairs' bits set from the answers.
+fn through_segments(engine: &Engine, scene: &Scene, w: &[Vec3], p: &LosParams) -> Vec<u64> {
+    let n = w.len();
+    let lift = Vec3::new(0.0, p.eye_height, 0.0);
+    let mut bits = vec![0u64; (n * n.saturating_sub(1) / 2).div_ceil(64)];
+    let (mut segs, mut index) = (Vec::new(), Vec::new());
+    let mut flush = |segs: &mut Vec<Segment>, index: &mut Vec<usize>| {
+        let occ = engine.occluded(scene, segs, p.mask).unwrap();
+        for (k, &bit) in index.iter().enumerate() {
+            if !occ.get(k) {
+                bits[bit / 64] |= 1 << (bit % 64);
+            }
+        }
+        segs.clear();
+        index.clear();
+    };
+    let mut bit = 0;
+    for i in 0..n {
+        for j in i + 1..n {
+            segs.push(Segment::new(w[i] + lift, w[j] + lift));
+            index.push(bit);
+            bit += 1;
+            if segs.len() == p.chunk_segments {
+                flush(&mut segs, &mut index);
+            }
+        }
+    }
+    if !segs.is_empty() {
+        flush(&mut segs, &mut index);
+    }
+    bits
+}
+
+/// All the GPU work `f` did on `engine` (scene uploads included).
+fn counted<T>(engine: &Engine, f: impl FnOnce() -> T) -> (T, Counters) {
+    let before = engine.counters().total;
+    let out = f();
+    (out, engine.counters().total.since(&before))
+}
+
+/// The all-pairs table on the GPU engine: `compute_los` (the `los_table` kernel: waypoints
+/// uploaded, pairs derived on the GPU) against building the segments and calling
+/// `Engine::occluded` in 4M chunks. `urban` at 4 m by default: at 2 m the segment peer takes
+/// over a minute per run on lavapipe (`SIGHTLINE_BENCH_LOS_SPACING=2` to measure it anyway).
+fn los_gpu(c: &mut Criterion) {
+    let Some(gpu) = gpu_engine() else { return };
+    let spacing: f32 = std::env::var("SIGHTLINE_BENCH_LOS_SPACING")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(4.0);
+    let scene = procedural::urban(1, 1);
+    let w = sample_waypoints(&Engine::cpu(), &scene, spacing, std::f32::consts::FRAC_PI_4).unwrap();
+    let p = LosParams::standard();
+    let run = || compute_los(&gpu, &scene, &w, &p, None, |_, _| {}).unwrap();
+    run(); // the scene upload and the pipeline, once
+    let t = Instant::now();
+    let (table, kernel) = counted(&gpu, run);
+    let kernel_time = t.elapsed();
+    let t = Instant::now();
+    let (bits, peer) = counted(&gpu, || through_segments(&gpu, &scene, &w, &p));
+    let peer_time = t.elapsed();
+    assert_eq!(
+        table.bits(),
+        &bits[..],
+        "the two ways must give the same bits"
+    );
+    eprintln!(
+        "urban at {spacing} m: {} waypoints, {} pairs, {} visible; one run each:\n  \
+         los_table: {kernel_time:.2?}, {kernel}, staging writes {}\n  \
+         segments peer: {peer_time:.2?}, {peer}, staging writes {}",
+        w.len(),
+        table.bit_count(),
+        table.visible_pairs(),
+        kernel.staging_writes,
+        peer.staging_writes,
+    );
+    let mut g = c.benchmark_group(format!("tables/los_gpu_urban_{spacing}m"));
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(20));
+    g.throughput(Throughput::Elements(table.bit_count()));
+    g.bench_function("segments_peer", |b| {
+        b.iter(|| black_box(through_segments(&gpu, &scene, &w, &p)))
+    });
+    g.bench_function("los_table", |b| b.iter(|| black_box(run())));
+    g.finish();
+}
+
+criterion::criterion_group!(group, benches, los_gpu);
 criterion::criterion_main!(group);

@@ -48,6 +48,7 @@ pub fn kernel_source(kernel: &str) -> String {
     let body = match kernel {
         "occluded" => include_str!("../shaders/occluded.wgsl"),
         "closest_hit" => include_str!("../shaders/closest_hit.wgsl"),
+        "los_table" => include_str!("../shaders/los_table.wgsl"),
         _ => panic!("unknown kernel {kernel}"),
     };
     format!("{}\n{}", include_str!("../shaders/common.wgsl"), body)
@@ -431,12 +432,53 @@ impl GpuTracer {
         self.queue.submit([commands])
     }
 
-    fn check_lost(&self) -> Result<()> {
+    pub(crate) fn check_lost(&self) -> Result<()> {
         let _ = self.device.poll(wgpu::PollType::Poll); // lets a pending device-lost callback run
         match self.lost.lock().unwrap().as_ref() {
             Some(reason) => Err(Error::DeviceLost(reason.clone())),
             None => Ok(()),
         }
+    }
+
+    /// The tracing kernels' bind-group layout (scene chunk at bindings 0 and 1, `Params` at 2,
+    /// input at 3, output at 4), for kernels of other modules that walk the scene.
+    pub(crate) fn trace_layout(&self) -> &wgpu::BindGroupLayout {
+        &self.layout
+    }
+
+    /// Bytes one storage binding may hold: the device's limit, or the engine's smaller
+    /// `max_binding_bytes`.
+    pub(crate) fn max_binding(&self) -> u64 {
+        self.max_binding
+    }
+
+    /// Uploads the scene's changed tiers (as a trace does) and binds every chunk of it with
+    /// `params`, `input` and `output` over [`GpuTracer::trace_layout`]: one bind group per
+    /// chunk, in the order a trace dispatches them; none for a scene without triangles.
+    pub(crate) fn bind_scene(
+        &self,
+        scene: &Scene,
+        params: &wgpu::Buffer,
+        input: &wgpu::Buffer,
+        output: &wgpu::Buffer,
+    ) -> Vec<wgpu::BindGroup> {
+        let tiers = self.upload(scene);
+        let chunks = tiers.iter().flat_map(|t| t.chunks.iter());
+        chunks
+            .map(|c| {
+                self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("trace"),
+                    layout: &self.layout,
+                    entries: &[
+                        entry(0, &c.nodes),
+                        entry(1, &c.triangles),
+                        entry(2, params),
+                        entry(3, input),
+                        entry(4, output),
+                    ],
+                })
+            })
+            .collect()
     }
 
     /// Uploads the tiers that changed since the last call (a moved door re-uploads only the
@@ -1023,7 +1065,7 @@ pub(crate) fn map_read_all<'a>(
 }
 
 /// [`map_read_all`] for the first `bytes` of each buffer.
-fn map_read_ranges<'a>(
+pub(crate) fn map_read_ranges<'a>(
     tracer: &GpuTracer,
     op: &'static str,
     buffers: impl IntoIterator<Item = (&'a wgpu::Buffer, u64)>,

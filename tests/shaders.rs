@@ -164,10 +164,16 @@ fn wgsl_structs_match_their_rust_twins() {
     );
 }
 
-/// Size and member offsets of struct `name` in a shader file.
+/// Size and member offsets of struct `name` in a shader file (a kernel file with common.wgsl
+/// in front, as the engine compiles it).
 fn struct_layout(file: &str, name: &str) -> (usize, HashMap<String, usize>) {
-    let path = format!("{}/shaders/{file}.wgsl", env!("CARGO_MANIFEST_DIR"));
-    let module = validate(file, &std::fs::read_to_string(path).unwrap());
+    let source = if SELF_CONTAINED.contains(&file) {
+        let path = format!("{}/shaders/{file}.wgsl", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(path).unwrap()
+    } else {
+        sightline::gpu_kernel_source(file)
+    };
+    let module = validate(file, &source);
     let mut layouter = naga::proc::Layouter::default();
     layouter.update(module.to_ctx()).unwrap();
     let (handle, ty) = module
@@ -261,5 +267,32 @@ fn intervis_structs_match_their_rust_twins() {
         "Batch",
         size_of::<Batch>(),
         &[("first", 0)],
+    );
+}
+
+#[test]
+fn los_table_struct_matches_its_rust_twin() {
+    use sightline::tables::GpuLosCall as LosCall;
+    let (size, offsets) = struct_layout("los_table", "LosCall");
+    assert_eq!(size, size_of::<LosCall>(), "size of LosCall");
+    for (field, offset) in [
+        ("count", offset_of!(LosCall, count)),
+        ("skip", offset_of!(LosCall, skip)),
+        ("first_row", offset_of!(LosCall, first_row)),
+        ("row_step", offset_of!(LosCall, row_step)),
+        ("rows", offset_of!(LosCall, rows)),
+        ("waypoints", offset_of!(LosCall, waypoints)),
+        ("eye_height", offset_of!(LosCall, eye_height)),
+        ("range2", offset_of!(LosCall, range2)),
+    ] {
+        assert_eq!(offsets[field], offset, "offset of LosCall.{field}");
+    }
+    assert_eq!(offsets.len(), 8, "LosCall has fields the Rust twin lacks");
+    // The data words follow the head directly: the host writes the row offsets at byte 32.
+    let (_, input) = struct_layout("los_table", "LosInput");
+    assert_eq!(
+        input["data"],
+        size_of::<LosCall>(),
+        "offset of LosInput.data"
     );
 }

@@ -36,6 +36,16 @@ fn relations_agree_across_backends() {
     let cpu = Relations::compute(&Engine::cpu(), scene, g, &RelationParams::standard()).unwrap();
     let Some(gpu) = gpu::gpu_engine() else { return };
     let on_gpu = Relations::compute(&gpu, scene, g, &RelationParams::standard()).unwrap();
+    // Every pair went through the los_table kernel, none as an uploaded segment.
+    let counters = gpu.counters();
+    let (los, segments) = (
+        counters.operation("los_table"),
+        counters.operation("occluded"),
+    );
+    assert!(
+        los.submissions > 0 && segments.submissions == 0,
+        "{los}; {segments}"
+    );
     let (a, b) = (cpu.sight_table(), on_gpu.sight_table());
     let differ = (0..a.bits().len())
         .map(|i| (a.bits()[i] ^ b.bits()[i]).count_ones())

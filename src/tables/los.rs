@@ -15,19 +15,26 @@ pub struct LosParams {
     pub eye_height: f32,
     /// What blocks sight ([`Mask::SIGHT`]: foliage does, bullet-proof glass does not).
     pub mask: Mask,
-    /// Segments per [`Engine::occluded`] call: bounds memory (32 bytes per segment plus an
-    /// 8-byte bit index) whatever the waypoint count.
+    /// Segments per [`Engine::occluded`] call where segments are traced (the CPU engine, or a
+    /// GPU engine whose storage binding cannot hold the waypoints): bounds memory (32 bytes
+    /// per segment plus an 8-byte bit index) whatever the waypoint count.
     pub chunk_segments: usize,
+    /// Pairs per call on a GPU engine (each call is one submission and one wait, and holds
+    /// one bit per pair on the GPU); at most 64M (8 MB of bits), and at most what one storage
+    /// binding of the device holds.
+    pub pairs_per_gpu_call: usize,
 }
 
 impl LosParams {
-    /// Standing eyes (1.7 m), sight mask, 4M segments (about 160 MB) per call.
+    /// Standing eyes (1.7 m), sight mask, 4M segments (about 160 MB) per CPU call, 64M pairs
+    /// per GPU call.
     #[must_use]
     pub const fn standard() -> LosParams {
         LosParams {
             eye_height: 1.7,
             mask: Mask::SIGHT,
             chunk_segments: 1 << 22,
+            pairs_per_gpu_call: super::los_gpu::PAIRS_PER_CALL,
         }
     }
 }
@@ -351,12 +358,21 @@ pub fn compute_los(
 }
 
 /// Line of sight for the rows `i % N == K` of `shard = (K, N)`: one segment eye to eye
-/// (`eye_height` above each waypoint) per pair `(i, j > i)`, traced through
-/// [`Engine::occluded`] in calls of at most `params.chunk_segments` segments, so memory stays
-/// bounded. A pair is visible when nothing matching `params.mask` lies strictly between the
-/// eyes. Pairs farther apart than `range` (metres, waypoint to waypoint) are not traced and
-/// count as not visible. `progress(done, total)` is called after each row, counting pairs of
-/// this shard (traced or out of range; `done` includes segments still queued for the next call). A complete table (`N = 1`) also gets its sees lists.
+/// (`eye_height` above each waypoint) per pair `(i, j > i)`. A pair is visible when nothing
+/// matching `params.mask` lies strictly between the eyes. Pairs farther apart than `range`
+/// (metres, waypoint to waypoint) are not traced and count as not visible. A complete table
+/// (`N = 1`) also gets its sees lists.
+///
+/// On a GPU engine the `los_table` kernel derives each pair from its thread index: only the
+/// waypoints and a word per row are uploaded, in calls of at most `params.pairs_per_gpu_call`
+/// pairs, each one submission and one wait (see `src/tables/los_gpu.rs`). On the CPU engine
+/// the segments are built and traced through [`Engine::occluded`] in calls of at most
+/// `params.chunk_segments`, so memory stays bounded. Either way a pair's bit is what
+/// [`Engine::occluded`] on that engine answers for its segment.
+///
+/// `progress(done, total)` counts pairs of this shard (traced or out of range): on the CPU
+/// engine after each row (`done` includes segments still queued for the next call), on a GPU
+/// engine after each call.
 pub fn compute_los_shard(
     engine: &Engine,
     scene: &Scene,
@@ -386,6 +402,20 @@ pub(crate) fn trace_rows(
 ) -> Result<LosTable> {
     let n = check_inputs(waypoints, params, range, shard)?;
     let mut table = LosTable::empty(n, shard)?;
+    if let Some(gpu) = engine.gpu() {
+        let traced = super::los_gpu::trace_rows(
+            gpu,
+            scene,
+            waypoints,
+            params,
+            range,
+            &mut table,
+            &mut progress,
+        )?;
+        if traced {
+            return Ok(table);
+        }
+    }
     let total = table.bit_count();
     let lift = Vec3::new(0.0, params.eye_height, 0.0);
     let r2 = range.map_or(f32::INFINITY, |r| r * r);
@@ -443,6 +473,17 @@ fn check_inputs(
         return Err(Error::InvalidInput(format!(
             "eye height {} must be a finite number of metres >= 0 (1.7 standing)",
             params.eye_height
+        )));
+    }
+    let lift = Vec3::new(0.0, params.eye_height, 0.0);
+    if let Some(k) = waypoints
+        .iter()
+        .position(|&p| !crate::trace::in_range(p + lift))
+    {
+        return Err(Error::InvalidInput(format!(
+            "waypoint {k} is {:?}: its eye point must lie within {:e} m of the origin",
+            waypoints[k],
+            crate::limits::MAX_COORDINATE
         )));
     }
     if range.is_some_and(|r| r.is_nan() || r < 0.0) {

@@ -4,8 +4,10 @@
 //!
 //! - [`waypoints`]: waypoints sampled on walkable ground ([`sample_waypoints`]) or read from a
 //!   CSV/JSON file ([`read_waypoints`]).
-//! - [`los`]: [`LosTable`], one bit per unordered pair plus flattened "sees" lists, traced in
-//!   bounded chunks through [`Engine::occluded`] ([`compute_los`]).
+//! - [`los`]: [`LosTable`], one bit per unordered pair plus flattened "sees" lists
+//!   ([`compute_los`]): on a GPU engine the `los_table` kernel derives the pairs itself
+//!   (`los_gpu.rs`), on the CPU engine bounded chunks of segments go through
+//!   [`Engine::occluded`].
 //! - [`intervis`]: [`IntervisTable`], records of ordered pairs where something is exposed, from
 //!   a caller-supplied measurement ([`MeasureFn`]).
 //! - [`edges`]: the nav graph's movement [`Edge`]s, stored beside the tables so one set of
@@ -27,6 +29,7 @@ pub mod file;
 pub mod intervis;
 pub mod layout;
 pub mod los;
+mod los_gpu;
 pub mod mapped;
 mod merge;
 pub mod packed;
@@ -37,6 +40,9 @@ pub use edges::{check_edges, Edge, EdgeKinds};
 pub use file::{FORMAT_VERSION, MAGIC};
 pub use intervis::{compute_intervis, intervis_measure, IntervisTable, MeasureFn, MEASURE_BATCH};
 pub use los::{compute_los, compute_los_shard, LosParams, LosTable};
+/// The head of the `los_table` kernel's input, for the shader layout test; not part of the API.
+#[doc(hidden)]
+pub use los_gpu::LosCall as GpuLosCall;
 pub use mapped::MappedTable;
 pub use merge::{merge, merge_files};
 pub use packed::quantise;
