@@ -104,7 +104,7 @@ impl Engine {
                  backend: using the CPU backend (--backend gpu forces the adapter)",
                 info.name, info.backend
             );
-            log::info!("{reason}");
+            log::debug!("{reason}");
             return Engine {
                 reason: Some(reason),
                 ..Self::cpu()

@@ -520,16 +520,16 @@ fn engine(b: BackendArg) -> AnyResult<&'static Engine> {
         BackendArg::Gpu => Engine::headless_gpu(Default::default())?,
         BackendArg::Cpu => Engine::cpu(),
     };
+    // One line: the backend, and the adapter or why there is none.
     eprintln!(
         "backend: {:?}{}",
         e.backend(),
-        e.adapter_name()
-            .map(|n| format!(" on {n}"))
-            .unwrap_or_default()
+        match (e.adapter_name(), e.backend_reason()) {
+            (Some(n), _) => format!(" on {n}"),
+            (None, Some(why)) => format!(": {why}"),
+            (None, None) => String::new(),
+        }
     );
-    if let Some(why) = e.backend_reason() {
-        eprintln!("backend: {why}");
-    }
     Ok(stats::keep(e))
 }
 
