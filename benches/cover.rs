@@ -2,7 +2,9 @@
 //! square, whole-body visibility and the intervis check) and the sensor grid (Darken, Morgan and Paull,
 //! `SensorGridParams::standard`): the latency of one query and the throughput of a batch of
 //! 1,000, on `village` and `dungeon.obj`, on our CPU backend and our GPU backend (one shared
-//! headless device; on a machine without a GPU that is lavapipe, a CPU Vulkan driver).
+//! headless device; on a machine without a GPU that is lavapipe, a CPU Vulkan driver); and the
+//! depth-map cover field around one agent on the GPU (`cover_field/<scene>/{gpu,gpu_pass}`),
+//! with the counters of one repeated call (uploads, buffers and textures created).
 //!
 //! ```text
 //! WGPU_BACKEND=vulkan cargo bench --bench cover              # full run
@@ -32,6 +34,7 @@ use common::{dungeon, gpu_engine, ms};
 use criterion::{Criterion, Throughput};
 use glam::Vec3;
 use sightline::cover::dense::{self, DenseParams, DenseQuery};
+use sightline::cover::field::{cover_field, field_ground, CoverFieldParams, CoverFieldPass};
 use sightline::cover::sensor_grid::{find_cover, CoverAnswer, CoverQuery, SensorGridParams};
 use sightline::cover::Agent;
 use sightline::scene::procedural;
@@ -356,6 +359,71 @@ fn dense_search(c: &mut Criterion, cases: &[Case], gpu: Option<&Engine>) {
     }
 }
 
+/// The depth-map cover field (`CoverFieldParams::standard`: a 40 m square of 0.25 m cells,
+/// 1024-texel faces) around each case's first agent, hiding from its 4 observers, on the GPU:
+/// `gpu` is the convenience call (the ground search included), `gpu_pass` a `CoverFieldPass`
+/// prepared, run and read on a ground found once. After each group, the `cover_field`
+/// counters of one more call of each on the same scene go to stderr.
+fn cover_fields(c: &mut Criterion, cases: &[Case], gpu: Option<&Engine>) {
+    let Some(gpu) = gpu else { return };
+    let tracer = gpu.gpu().expect("a GPU engine");
+    let params = CoverFieldParams::standard();
+    for case in cases {
+        let q = &case.queries[0];
+        let (agent, scene) = (&q.agent, &case.scene);
+        let ground = field_ground(gpu, scene, agent.position, &params).unwrap();
+        let call = || {
+            cover_field(
+                gpu,
+                scene,
+                agent.position,
+                agent,
+                &q.observers,
+                q.mask,
+                &params,
+            )
+            .unwrap()
+        };
+        let pass = || {
+            let pass = CoverFieldPass::prepare(
+                tracer,
+                scene,
+                &ground,
+                agent,
+                &q.observers,
+                q.mask,
+                &params,
+            )
+            .unwrap();
+            let mut encoder = tracer.device().create_command_encoder(&Default::default());
+            pass.encode(tracer, &mut encoder);
+            tracer.queue().submit([encoder.finish()]);
+            pass.read(tracer).unwrap()
+        };
+        let mut g = c.benchmark_group(format!("cover_field/{}", case.name));
+        g.throughput(Throughput::Elements(ground.points().len() as u64));
+        g.bench_function("gpu", |b| b.iter(|| black_box(call())));
+        g.bench_function("gpu_pass", |b| b.iter(|| black_box(pass())));
+        g.finish();
+        for (name, run) in [("gpu", &call as &dyn Fn() -> _), ("gpu_pass", &pass)] {
+            let before = gpu.counters().operation("cover_field");
+            black_box(run());
+            let after = gpu.counters().operation("cover_field");
+            eprintln!(
+                "cover_field/{}/{name}: {} ground points, {} observers; one repeated call: {}, \
+                 buffers {}, textures {}, staging writes {}",
+                case.name,
+                ground.points().len(),
+                q.observers.len(),
+                after.since(&before),
+                after.since(&before).buffers_created,
+                after.since(&before).textures_created,
+                after.since(&before).staging_writes,
+            );
+        }
+    }
+}
+
 fn main() {
     let _ = env_logger::try_init();
     eprintln!(
@@ -382,5 +450,6 @@ fn main() {
     ];
     dense_search(&mut c, &cases, gpu.as_ref());
     sensor_grid(&mut c, &cases, gpu.as_ref());
+    cover_fields(&mut c, &cases, gpu.as_ref());
     c.final_summary();
 }

@@ -145,6 +145,20 @@ fn benches(c: &mut Criterion) {
         });
     }
     g.finish();
+    if let Some(gpu) = &gpu {
+        // What one more call on the same scene costs in GPU round trips and uploads.
+        let before = gpu.counters().operation("intervis");
+        black_box(measure(gpu, &scene, &pairs, &params).unwrap());
+        let once = gpu.counters().operation("intervis").since(&before);
+        eprintln!(
+            "tables/intervis_urban/gpu: {PAIRS} pairs, {} scene triangles; one repeated call: \
+             {once}, buffers {}, textures {}, staging writes {}",
+            scene.triangle_count(),
+            once.buffers_created,
+            once.textures_created,
+            once.staging_writes
+        );
+    }
 }
 
 /// The old way to build a table on the GPU, kept as the peer of the `los_table` kernel: a

@@ -13,6 +13,7 @@
 
 use crate::bvh::{Bvh, BvhNode, GpuTriangle};
 use crate::counters::{CounterReport, Counters, Tally};
+use crate::pool::Trim;
 use crate::scene::{Mask, Scene, Tier};
 use crate::trace::{HitRecord, Occlusion, Ray, Segment, NO_HIT};
 use crate::{Error, Result};
@@ -178,6 +179,8 @@ pub struct GpuTracer {
     workspace: Arc<Workspace>,
     /// Pipelines other modules build once per device (see [`GpuTracer::cached`]).
     kits: Mutex<Vec<Arc<dyn std::any::Any + Send + Sync>>>,
+    /// Other modules' pools of idle resources, emptied by [`GpuTracer::trim_workspace`].
+    pools: Mutex<Vec<Arc<dyn Trim>>>,
     tally: Tally,
 }
 
@@ -336,6 +339,7 @@ impl GpuTracer {
             next_stamp: AtomicU32::new(1),
             workspace: Arc::default(),
             kits: Mutex::new(Vec::new()),
+            pools: Mutex::new(Vec::new()),
             tally: Tally::default(),
         })
     }
@@ -365,10 +369,16 @@ impl GpuTracer {
         }
     }
 
-    /// Frees the idle workspace buffers (after a one-off huge batch, say). Live passes keep
-    /// theirs; the next call allocates afresh.
+    /// Frees the idle workspace buffers (after a one-off huge batch, say): the trace slots,
+    /// and the textures and buffers the cover field and intervis passes keep for the next
+    /// call. Live passes keep theirs; the next call allocates afresh. Uploaded scene data
+    /// stays.
     pub fn trim_workspace(&self) {
         self.workspace.idle.lock().unwrap().clear();
+        let pools = self.pools.lock().unwrap().clone();
+        for pool in pools {
+            pool.trim();
+        }
     }
 
     /// A value built once per device and kept for the engine's lifetime, one per type: other
@@ -385,6 +395,23 @@ impl GpuTracer {
         let kit = Arc::new(make(&self.device));
         kits.push(kit.clone());
         kit
+    }
+
+    /// [`GpuTracer::cached`] for a value holding pools of idle resources, which
+    /// [`GpuTracer::trim_workspace`] then empties.
+    pub(crate) fn cached_pool<T: Trim + std::any::Any + 'static>(
+        &self,
+        make: impl FnOnce(&wgpu::Device) -> T,
+    ) -> Arc<T> {
+        let mut made = false;
+        let value = self.cached(|d| {
+            made = true;
+            make(d)
+        });
+        if made {
+            self.pools.lock().unwrap().push(value.clone());
+        }
+        value
     }
 
     /// GPU work done on this tracer so far, per operation and in total.
@@ -432,6 +459,7 @@ impl GpuTracer {
         self.queue.submit([commands])
     }
 
+    /// Polls the device without waiting (finishing pending maps) and fails if it was lost.
     pub(crate) fn check_lost(&self) -> Result<()> {
         let _ = self.device.poll(wgpu::PollType::Poll); // lets a pending device-lost callback run
         match self.lost.lock().unwrap().as_ref() {
@@ -1052,19 +1080,9 @@ pub(crate) fn texture_array(
     })
 }
 
-/// Maps `buffers` for reading and waits for all of them; a failure is a lost device, with
-/// `what` naming the readback. Shared by every GPU module.
-pub(crate) fn map_read_all<'a>(
-    tracer: &GpuTracer,
-    op: &'static str,
-    buffers: impl IntoIterator<Item = &'a wgpu::Buffer>,
-    what: &str,
-) -> Result<()> {
-    let buffers = buffers.into_iter().map(|b| (b, b.size()));
-    map_read_ranges(tracer, op, buffers, None, what)
-}
-
-/// [`map_read_all`] for the first `bytes` of each buffer.
+/// Maps the first `bytes` of each buffer for reading and waits for all of them (for
+/// `submission`, or the whole queue when `None`); a failure is a lost device, with `what`
+/// naming the readback. Shared by every GPU module.
 pub(crate) fn map_read_ranges<'a>(
     tracer: &GpuTracer,
     op: &'static str,

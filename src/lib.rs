@@ -22,6 +22,7 @@ pub mod ground;
 pub mod intervis;
 pub mod limits;
 pub mod nav;
+mod pool;
 mod receipt;
 pub mod ring;
 pub mod scene;

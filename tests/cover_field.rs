@@ -985,3 +985,183 @@ fn pass_without_gpu_work_still_answers_and_checks_its_order() {
         Err(Error::InvalidInput(_))
     ));
 }
+
+/// `scene` with a movable wall (a 6 m wide, 3 m tall double-sided quad facing x, in a
+/// `SOLID` material of its own) at `at`.
+fn with_movable_wall(mut scene: Scene, at: Vec3) -> (Scene, sightline::ObjectId) {
+    let m = scene.add_material(Material::new("movable wall", MaterialFlags::SOLID, 0.5));
+    let mut mesh = Mesh::default();
+    let q = |y: f32, z: f32| Vec3::new(0.0, y, z);
+    mesh.push_quad(q(0.0, -3.0), q(3.0, -3.0), q(3.0, 3.0), q(0.0, 3.0), m);
+    mesh.push_quad(q(0.0, -3.0), q(0.0, 3.0), q(3.0, 3.0), q(3.0, -3.0), m);
+    let place = glam::Affine3A::from_translation(at);
+    let id = scene
+        .add_object(mesh, place, sightline::Mobility::Movable)
+        .unwrap();
+    (scene, id)
+}
+
+/// Counters of the cover field's GPU work during `f`.
+fn counted<T>(engine: &Engine, f: impl FnOnce() -> T) -> (T, sightline::Counters) {
+    let before = engine.counters().operation("cover_field");
+    let out = f();
+    (
+        out,
+        engine.counters().operation("cover_field").since(&before),
+    )
+}
+
+/// Centre of the fields of the counter tests, in `village`.
+const WALLED: Vec3 = Vec3::new(8.0, 0.0, -22.0);
+
+/// `village` with a movable wall at [`WALLED`], and three observers around it.
+fn walled_village() -> (Scene, sightline::ObjectId, [Vec3; 3]) {
+    let (scene, wall) = with_movable_wall(procedural::village(1, 1), WALLED);
+    let observers = [
+        eye(&scene, 22.0, -5.0),
+        eye(&scene, -6.0, -12.0),
+        eye(&scene, 40.0, -40.0),
+    ];
+    (scene, wall, observers)
+}
+
+/// The field around [`WALLED`], hiding from `observers` by sight.
+fn walled_field(engine: &Engine, scene: &Scene, observers: &[Vec3]) -> CoverField {
+    cover_field(
+        engine,
+        scene,
+        WALLED,
+        &soldier(),
+        observers,
+        Mask::SIGHT,
+        &params(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_repeated_call_uploads_only_its_queries_and_creates_nothing() {
+    let Some(engine) = gpu::gpu_engine() else {
+        return;
+    };
+    let (scene, _, observers) = walled_village();
+    let (first, once) = counted(&engine, || walled_field(&engine, &scene, &observers));
+    let (second, again) = counted(&engine, || walled_field(&engine, &scene, &observers));
+    assert_same_field(&second, &first, "the same call twice");
+    // The call's own data: a vec4 per ground point, and per observer six faces (80 bytes),
+    // once packed and once at the uniform offset alignment.
+    let ground = field_ground(&engine, &scene, WALLED, &params()).unwrap();
+    let points = ground.points().len() as u64;
+    let limits = engine.gpu().unwrap().device().limits();
+    let align = u64::from(limits.min_uniform_buffer_offset_alignment);
+    let faces = observers.len() as u64 * 6;
+    let queries = points * 16 + faces * (80 + 80u64.next_multiple_of(align));
+    println!(
+        "first call: {once}; repeated call: {again}, staging writes {}; {points} ground \
+         points and {faces} faces make {queries} bytes of queries",
+        again.staging_writes
+    );
+    let triangles: u64 = scene.tiers().iter().map(|t| t.triangles.len() as u64).sum();
+    assert!(
+        once.bytes_uploaded >= triangles * 36,
+        "the first call uploads the scene"
+    );
+    assert!(
+        (queries..=queries + (64 << 10)).contains(&again.bytes_uploaded),
+        "{again}: uploads beyond the queries"
+    );
+    assert_eq!(again.created(), 0, "{again}: created buffers or textures");
+    assert_eq!((again.submissions, again.waits), (1, 1), "{again}");
+    assert_eq!(
+        again.staging_writes, 0,
+        "{again}: through the mapped upload buffer"
+    );
+    // Trimming frees the idle textures and buffers, not the scene's vertices.
+    engine.gpu().unwrap().trim_workspace();
+    let (third, trimmed) = counted(&engine, || walled_field(&engine, &scene, &observers));
+    assert_same_field(&third, &first, "after trim_workspace");
+    assert!(
+        trimmed.created() > 0,
+        "{trimmed}: trim_workspace kept the textures"
+    );
+    assert_eq!(trimmed.bytes_uploaded, again.bytes_uploaded, "{trimmed}");
+}
+
+#[test]
+fn moving_an_object_uploads_its_tier_again_and_the_field_follows() {
+    let Some(engine) = gpu::gpu_engine() else {
+        return;
+    };
+    let (mut scene, wall, observers) = walled_village();
+    let (first, _) = counted(&engine, || walled_field(&engine, &scene, &observers));
+    let (_, again) = counted(&engine, || walled_field(&engine, &scene, &observers));
+    // Moving the wall uploads the movable tier again (36 bytes a triangle), not the static.
+    let moved = glam::Affine3A::from_translation(WALLED + Vec3::new(6.0, 0.0, 4.0));
+    scene.set_transform(wall, moved).unwrap();
+    let movable = scene.tiers()[1]
+        .triangles
+        .iter()
+        .filter(|t| t.flags & Mask::SIGHT.bits() != 0)
+        .count() as u64;
+    let (after, move_cost) = counted(&engine, || walled_field(&engine, &scene, &observers));
+    assert_eq!(
+        move_cost.bytes_uploaded,
+        again.bytes_uploaded + movable * 36,
+        "{move_cost}: the movable tier and the queries"
+    );
+    assert_eq!(
+        move_cost.created(),
+        1,
+        "{move_cost}: the tier's vertex buffer"
+    );
+    // The same answer as a scene never seen (a clone is uploaded afresh), and not the old one.
+    let fresh = walled_field(&engine, &scene.clone(), &observers);
+    assert_same_field(&after, &fresh, "after the move");
+    let changed = (after.cells.iter().zip(&first.cells))
+        .filter(|(a, b)| a != b)
+        .count();
+    println!(
+        "moving the wall changed {changed} cells; the move's call: {move_cost} ({movable} \
+         movable triangles)"
+    );
+    assert!(changed > 20, "the wall's shadow moved");
+}
+
+#[test]
+fn a_pass_encoded_but_never_read_keeps_its_workspace_from_later_calls() {
+    let Some(engine) = gpu::gpu_engine() else {
+        return;
+    };
+    let tracer = engine.gpu().unwrap();
+    let (scene, _, observers) = walled_village();
+    let p = params();
+    let want = walled_field(&engine, &scene, &observers);
+    let ground = field_ground(&engine, &scene, WALLED, &p).unwrap();
+    let agent = soldier();
+    let prepare = || {
+        CoverFieldPass::prepare(tracer, &scene, &ground, &agent, &observers, Mask::SIGHT, &p)
+            .unwrap()
+    };
+    // Prepared and dropped unencoded: its workspace goes back to the pool.
+    drop(prepare());
+    let (_, reused) = counted(&engine, || walled_field(&engine, &scene, &observers));
+    assert_eq!(reused.created(), 0, "{reused}");
+    // Encoded and dropped unread: the caller could still submit it, so the next call makes
+    // its own workspace, and the late submission changes nothing.
+    let pass = prepare();
+    let mut encoder = tracer.device().create_command_encoder(&Default::default());
+    pass.encode(tracer, &mut encoder);
+    drop(pass);
+    let (got, fresh) = counted(&engine, || walled_field(&engine, &scene, &observers));
+    tracer.queue().submit([encoder.finish()]);
+    assert!(
+        fresh.created() > 0,
+        "{fresh}: reused an unread pass's workspace"
+    );
+    assert_same_field(&got, &want, "beside an unread pass");
+    assert_same_field(
+        &walled_field(&engine, &scene, &observers),
+        &want,
+        "after its late submission",
+    );
+}

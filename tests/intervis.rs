@@ -589,3 +589,143 @@ fn pass_encoded_into_a_callers_encoder_matches_the_convenience_call() {
         Err(Error::InvalidInput(_))
     ));
 }
+
+/// Counters of intervis' GPU work during `f`.
+fn counted<T>(engine: &Engine, f: impl FnOnce() -> T) -> (T, sightline::Counters) {
+    let before = engine.counters().operation("intervis");
+    let out = f();
+    (out, engine.counters().operation("intervis").since(&before))
+}
+
+/// Where the movable wall of [`walled_village`] stands: 2 m ahead (+x) of `eye`, shifted
+/// `dz` metres sideways.
+fn wall_at(eye: Vec3, dz: f32) -> glam::Affine3A {
+    glam::Affine3A::from_translation(eye + Vec3::new(2.0, 0.0, dz))
+}
+
+/// `village` with an observer whose view along +x a movable 4 x 4 m wall fills ([`wall_at`]),
+/// and pairs from it to targets 10-30 m away on the ground all around.
+fn walled_village() -> (Scene, sightline::ObjectId, Vec3, Vec<IntervisPair>) {
+    let mut scene = procedural::village(1, 1);
+    let eye = ground(&scene, &[Vec2::new(8.0, -22.0)])[0].unwrap() + Vec3::Y * 1.7;
+    let m = scene.add_material(material(0.5));
+    let mut wall = Mesh::default();
+    let q = |y: f32, z: f32| Vec3::new(0.0, y, z);
+    wall.push_quad(q(-2.0, -2.0), q(2.0, -2.0), q(2.0, 2.0), q(-2.0, 2.0), m);
+    let door = scene
+        .add_object(wall, wall_at(eye, 0.0), sightline::Mobility::Movable)
+        .unwrap();
+    let around: Vec<Vec2> = (0..60)
+        .map(|k| {
+            let (a, d) = (k as f32 * 0.105 - 3.1, 10.0 + (k % 5) as f32 * 5.0);
+            Vec2::new(eye.x + d * a.cos(), eye.z + d * a.sin())
+        })
+        .collect();
+    let pairs = (ground(&scene, &around).into_iter().flatten())
+        .enumerate()
+        .map(|(k, t)| pair(eye, t, Posture::ALL[k % 3]))
+        .collect();
+    (scene, door, eye, pairs)
+}
+
+#[test]
+fn a_repeated_call_uploads_only_its_pairs_and_creates_nothing() {
+    let Some(engine) = gpu::gpu_engine() else {
+        return;
+    };
+    let tracer = engine.gpu().unwrap();
+    let (scene, _, _, pairs) = walled_village();
+    let params = IntervisParams::default();
+    let run = || measure(&engine, &scene, &pairs, &params).unwrap();
+    let (first, once) = counted(&engine, run);
+    let views = IntervisPass::prepare(tracer, &scene, &pairs, &params)
+        .unwrap()
+        .views();
+    let (second, again) = counted(&engine, run);
+    assert_eq!(
+        record_bytes(&second),
+        record_bytes(&first),
+        "the same call twice"
+    );
+    // The call's own data: per drawn target a job (32 bytes) and a view block (144 bytes at
+    // the uniform offset alignment), per view a view block and a batch block (16 bytes,
+    // aligned), the light (32 bytes) and the receipt's word.
+    let align = u64::from(tracer.device().limits().min_uniform_buffer_offset_alignment);
+    let (block, batch) = (
+        144u64.next_multiple_of(align),
+        16u64.next_multiple_of(align),
+    );
+    let drawn = second.iter().filter(|r| r.box_pixels > 0).count() as u64;
+    let queries = drawn * (32 + block) + views as u64 * (block + batch) + 32 + 4;
+    println!(
+        "{} pairs, {drawn} drawn in {views} views: first call {once}; repeated call \
+         {again}, staging writes {}; {queries} bytes of queries",
+        pairs.len(),
+        again.staging_writes
+    );
+    let triangles: u64 = scene.tiers().iter().map(|t| t.triangles.len() as u64).sum();
+    assert!(
+        once.bytes_uploaded >= triangles * 96,
+        "the first call uploads the scene"
+    );
+    assert!(
+        drawn > 20 && views > 0,
+        "{drawn} targets drawn in {views} views"
+    );
+    assert!(
+        (queries..=queries + (64 << 10)).contains(&again.bytes_uploaded),
+        "{again}: uploads beyond the queries"
+    );
+    assert_eq!(again.created(), 0, "{again}: created buffers or textures");
+    assert_eq!((again.submissions, again.waits), (1, 1), "{again}");
+    assert_eq!(
+        again.staging_writes, 0,
+        "{again}: through the mapped upload buffer"
+    );
+}
+
+#[test]
+fn moving_an_object_uploads_its_tier_again_and_the_records_follow() {
+    let Some(engine) = gpu::gpu_engine() else {
+        return;
+    };
+    let (mut scene, door, eye, pairs) = walled_village();
+    let params = IntervisParams::default();
+    let run = |scene: &Scene| measure(&engine, scene, &pairs, &params).unwrap();
+    let (first, _) = counted(&engine, || run(&scene));
+    let (_, again) = counted(&engine, || run(&scene));
+    // Moving the wall aside uploads the movable tier again (96 bytes a triangle), not the
+    // static one.
+    scene.set_transform(door, wall_at(eye, 8.0)).unwrap();
+    let movable = scene.tiers()[1]
+        .triangles
+        .iter()
+        .filter(|t| t.flags & Mask::SIGHT.bits() != 0)
+        .count() as u64;
+    let (after, move_cost) = counted(&engine, || run(&scene));
+    assert_eq!(
+        move_cost.bytes_uploaded,
+        again.bytes_uploaded + movable * 96,
+        "{move_cost}: the movable tier and the pairs"
+    );
+    assert_eq!(
+        move_cost.created(),
+        1,
+        "{move_cost}: the tier's vertex buffer"
+    );
+    // The same records as a scene never seen (a clone is uploaded afresh), not the old ones.
+    assert_eq!(
+        record_bytes(&after),
+        record_bytes(&run(&scene.clone())),
+        "after the move"
+    );
+    let changed = (after.iter().zip(&first)).filter(|(a, b)| a != b).count();
+    println!(
+        "moving the wall changed {changed} records; the move's call: {move_cost} ({movable} \
+         movable triangles)"
+    );
+    assert!(
+        changed > 0,
+        "the wall no longer hides the targets behind it"
+    );
+}

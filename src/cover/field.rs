@@ -34,6 +34,7 @@
 mod gpu;
 mod ground;
 mod pipelines;
+mod resources;
 mod view;
 
 pub use gpu::CoverFieldPass;

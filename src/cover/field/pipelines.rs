@@ -143,5 +143,3 @@ impl Kit {
 pub(super) fn entry(binding: u32, resource: wgpu::BindingResource<'_>) -> wgpu::BindGroupEntry<'_> {
     wgpu::BindGroupEntry { binding, resource }
 }
-
-pub(super) use crate::gpu::buffer_with;

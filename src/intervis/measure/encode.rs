@@ -1,9 +1,10 @@
 //! Recording an [`super::IntervisPass`]: the chunks of targets that share the slots, the
 //! scene draws each view needs (culled once, at prepare), and the passes `encode` replays.
 
-use super::gpu::{clear_attachment, in_frustum, Geometry, CULL_BLOCK, TARGET_ID};
+use super::gpu::{clear_attachment, in_frustum, CULL_BLOCK, TARGET_ID};
 use super::pass::{Target, Work};
 use super::pipelines::Kit;
+use super::resources::{Geometry, GroupBuffers, Workspace};
 use super::{PixelBox, Plan, View};
 use std::ops::Range;
 
@@ -16,80 +17,24 @@ pub(super) struct Chunk {
 
 impl Work {
     pub(super) fn encode(&self, kit: &Kit, encoder: &mut wgpu::CommandEncoder) {
-        for g in &self.groups {
+        let Some(space) = &self.space else { return };
+        self.copies.record(&space.staging, encoder);
+        for (g, buffers) in self.groups.iter().zip(&space.groups) {
+            let (Some(view_group), Some(reduce_group)) =
+                (&buffers.view_group, &buffers.reduce_group)
+            else {
+                continue; // bound at prepare for every group in use
+            };
             let mut block = 0u64;
             for (i, ch) in self.chunks[g.chunks.clone()].iter().enumerate() {
                 if let Some((u, draws)) = &ch.scene {
-                    let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
-                        label: Some("intervis scene"),
-                        color_attachments: &[
-                            Some(clear_attachment(&self.scene_brightness, self.sky)),
-                            Some(clear_attachment(&self.scene_depth, 0.0)),
-                        ],
-                        depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
-                            view: &self.scene_z,
-                            depth_ops: Some(wgpu::Operations {
-                                load: wgpu::LoadOp::Clear(0.0), // reversed Z: 0 is infinitely far
-                                store: wgpu::StoreOp::Discard,
-                            }),
-                            stencil_ops: None,
-                        }),
-                        timestamp_writes: None,
-                        occlusion_query_set: None,
-                        multiview_mask: None,
-                    });
-                    // Only the view's target boxes are ever read: the blocks that reach into
-                    // their union, scissored to it.
-                    pass.set_scissor_rect(u.x0, u.y0, u.x1 - u.x0, u.y1 - u.y0);
-                    pass.set_pipeline(&kit.scene);
-                    pass.set_bind_group(0, &g.view_group, &[(block * self.stride) as u32]);
-                    let mut bound = usize::MAX;
-                    for (b, range) in draws {
-                        if *b != bound {
-                            pass.set_vertex_buffer(0, self.geometry.scene_buffers[*b].0.slice(..));
-                            bound = *b;
-                        }
-                        pass.draw(range.clone(), 0..1);
-                    }
+                    let offset = (block * self.stride) as u32;
+                    self.encode_scene(kit, space, view_group, offset, *u, draws, encoder);
                     block += 1;
                 }
                 for (slot, t) in self.targets[ch.jobs.clone()].iter().enumerate() {
-                    let b = t.bbox;
-                    let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
-                        label: Some("intervis target"),
-                        color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-                            view: &self.brightness_layers[slot],
-                            depth_slice: None,
-                            resolve_target: None,
-                            ops: wgpu::Operations {
-                                load: wgpu::LoadOp::Load,
-                                store: wgpu::StoreOp::Store,
-                            },
-                        })],
-                        depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
-                            view: &self.stencil_layers[slot],
-                            depth_ops: Some(wgpu::Operations {
-                                load: wgpu::LoadOp::Load,
-                                store: wgpu::StoreOp::Store,
-                            }),
-                            stencil_ops: Some(wgpu::Operations {
-                                load: wgpu::LoadOp::Load,
-                                store: wgpu::StoreOp::Store,
-                            }),
-                        }),
-                        timestamp_writes: None,
-                        occlusion_query_set: None,
-                        multiview_mask: None,
-                    });
-                    pass.set_scissor_rect(b.x0, b.y0, b.x1 - b.x0, b.y1 - b.y0);
-                    pass.set_bind_group(0, &g.view_group, &[(block * self.stride) as u32]);
-                    pass.set_bind_group(1, &self.depth_group, &[]);
-                    pass.set_pipeline(&kit.restore);
-                    pass.draw(0..3, 0..1);
-                    pass.set_pipeline(&kit.target);
-                    pass.set_stencil_reference(TARGET_ID);
-                    pass.set_vertex_buffer(0, self.geometry.target_buffer.slice(..));
-                    pass.draw(self.geometry.ranges[t.posture as usize].clone(), 0..1);
+                    let offset = (block * self.stride) as u32;
+                    self.encode_target(kit, space, view_group, offset, slot, t, encoder);
                     block += 1;
                 }
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -98,12 +43,113 @@ impl Work {
                 });
                 pass.set_pipeline(&kit.reduce);
                 let offset = (i as u64 * self.batch_stride) as u32;
-                pass.set_bind_group(0, &g.reduce_group, &[offset]);
+                pass.set_bind_group(0, reduce_group, &[offset]);
                 pass.dispatch_workgroups(ch.jobs.len() as u32, 1, 1);
             }
-            encoder.copy_buffer_to_buffer(&g.records, 0, &g.readback, 0, g.bytes);
+            copy_records(buffers, g.bytes, encoder);
         }
     }
+
+    /// The view's scene pass: the blocks that reach into the union `u` of its target boxes
+    /// (only those pixels are ever read), scissored to it.
+    #[allow(clippy::too_many_arguments)]
+    fn encode_scene(
+        &self,
+        kit: &Kit,
+        space: &Workspace,
+        view_group: &wgpu::BindGroup,
+        offset: u32,
+        u: PixelBox,
+        draws: &[(usize, Range<u32>)],
+        encoder: &mut wgpu::CommandEncoder,
+    ) {
+        let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+            label: Some("intervis scene"),
+            color_attachments: &[
+                Some(clear_attachment(&space.scene.brightness, self.sky)),
+                Some(clear_attachment(&space.scene.depth, 0.0)),
+            ],
+            depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
+                view: &space.scene.z,
+                depth_ops: Some(wgpu::Operations {
+                    load: wgpu::LoadOp::Clear(0.0), // reversed Z: 0 is infinitely far
+                    store: wgpu::StoreOp::Discard,
+                }),
+                stencil_ops: None,
+            }),
+            timestamp_writes: None,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        });
+        pass.set_scissor_rect(u.x0, u.y0, u.x1 - u.x0, u.y1 - u.y0);
+        pass.set_pipeline(&kit.scene);
+        pass.set_bind_group(0, view_group, &[offset]);
+        let mut bound = usize::MAX;
+        for (b, range) in draws {
+            if *b != bound {
+                pass.set_vertex_buffer(0, self.geometry.run(*b).buffer.slice(..));
+                bound = *b;
+            }
+            pass.draw(range.clone(), 0..1);
+        }
+    }
+
+    /// A target's pass into its slot, scissored to its box: the scene depth restored, then the
+    /// humanoid with the stencil operations.
+    #[allow(clippy::too_many_arguments)]
+    fn encode_target(
+        &self,
+        kit: &Kit,
+        space: &Workspace,
+        view_group: &wgpu::BindGroup,
+        offset: u32,
+        slot: usize,
+        t: &Target,
+        encoder: &mut wgpu::CommandEncoder,
+    ) {
+        let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+            label: Some("intervis target"),
+            color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                view: &space.slots.brightness_layers[slot],
+                depth_slice: None,
+                resolve_target: None,
+                ops: load_store(),
+            })],
+            depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
+                view: &space.slots.stencil_layers[slot],
+                depth_ops: Some(load_store()),
+                stencil_ops: Some(load_store()),
+            }),
+            timestamp_writes: None,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        });
+        let b = t.bbox;
+        pass.set_scissor_rect(b.x0, b.y0, b.x1 - b.x0, b.y1 - b.y0);
+        pass.set_bind_group(0, view_group, &[offset]);
+        pass.set_bind_group(1, &space.scene.depth_group, &[]);
+        pass.set_pipeline(&kit.restore);
+        pass.draw(0..3, 0..1);
+        pass.set_pipeline(&kit.target);
+        pass.set_stencil_reference(TARGET_ID);
+        let targets = &self.geometry.targets;
+        pass.set_vertex_buffer(0, targets.buffer.slice(..));
+        pass.draw(targets.ranges[t.posture as usize].clone(), 0..1);
+    }
+}
+
+/// Keep what is there, store what is drawn.
+fn load_store<V>() -> wgpu::Operations<V> {
+    wgpu::Operations {
+        load: wgpu::LoadOp::Load,
+        store: wgpu::StoreOp::Store,
+    }
+}
+
+/// The group's records into its readback.
+fn copy_records(buffers: &GroupBuffers, bytes: u64, encoder: &mut wgpu::CommandEncoder) {
+    let (records, readback) = (buffers.records.buffer(), buffers.readback.buffer());
+    encoder.copy_buffer_to_buffer(records, 0, readback, 0, bytes);
 }
 
 /// A view's jobs, at most `slots` at a time; the first chunk of each view renders it, drawing
@@ -154,19 +200,18 @@ pub(super) fn chunks(
 }
 
 /// Runs of culling blocks of `geometry` that reach into the frustum behind `u` of `view`:
-/// `(vertex buffer, vertex range)`, adjacent blocks merged into one draw.
+/// `(run index, vertex range)`, adjacent blocks merged into one draw.
 fn scene_draws(geometry: &Geometry, view: &View, u: PixelBox) -> Vec<(usize, Range<u32>)> {
-    let per = geometry.blocks_per_buffer;
     let mut draws = Vec::new();
-    for (b, (_, n)) in geometry.scene_buffers.iter().enumerate() {
-        let blocks = &geometry.cull[b * per..(b * per + per).min(geometry.cull.len())];
+    for (b, scene_run) in geometry.runs().enumerate() {
+        let n = scene_run.vertices;
         let mut run: Option<Range<u32>> = None;
-        for (k, &(lo, hi)) in blocks.iter().enumerate() {
+        for (k, &(lo, hi)) in scene_run.cull.iter().enumerate() {
             if !in_frustum(view, u, lo, hi) {
                 continue;
             }
             let a = (k * CULL_BLOCK * 3) as u32;
-            let e = (a + (CULL_BLOCK * 3) as u32).min(*n);
+            let e = (a + (CULL_BLOCK * 3) as u32).min(n);
             run = match run {
                 Some(r) if r.end == a => Some(r.start..e),
                 Some(r) => {

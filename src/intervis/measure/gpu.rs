@@ -9,10 +9,10 @@
 //! device's `max_texture_array_layers` and a 256 MiB budget. Work is encoded in groups of at
 //! most `GROUP_JOBS` targets, each with its own job and record buffers, so all groups go into
 //! one command buffer and all groups' records are read back at the end (`pass.rs`:
-//! [`super::IntervisPass`]).
+//! [`super::IntervisPass`]). The geometry is uploaded once per scene revision and the textures
+//! and buffers are pooled between calls (`resources.rs`).
 
-use super::{IntervisParams, PixelBox, Plan, View};
-use crate::scene::Scene;
+use super::{PixelBox, View};
 use bytemuck::{Pod, Zeroable};
 use glam::{Mat4, Vec3};
 
@@ -75,105 +75,6 @@ pub(super) const GROUP_JOBS: usize = 4096;
 pub(super) const CULL_BLOCK: usize = 256;
 /// Stencil reference of a target fragment that passes the depth test (Darken, McCue and Guerrero).
 pub(super) const TARGET_ID: u32 = 127;
-
-use crate::gpu::buffer_with;
-
-/// Vertex: position, then unit normal with albedo in w (32 bytes).
-type Vertex = [f32; 8];
-
-fn vertex(p: Vec3, n: Vec3, albedo: f32) -> Vertex {
-    [p.x, p.y, p.z, n.x, n.y, n.z, albedo, 0.0]
-}
-
-/// The call's geometry, uploaded once: the triangles that block sight (in vertex buffers of
-/// whole culling blocks, with each block's bounds), then the three posture meshes.
-pub(super) struct Geometry {
-    pub scene_buffers: Vec<(wgpu::Buffer, u32)>,
-    pub cull: Vec<(Vec3, Vec3)>,
-    pub blocks_per_buffer: usize,
-    pub scene_triangles: usize,
-    pub target_buffer: wgpu::Buffer,
-    pub ranges: Vec<std::ops::Range<u32>>,
-}
-
-impl Geometry {
-    pub fn upload(
-        tracer: &crate::gpu::GpuTracer,
-        scene: &Scene,
-        plan: &Plan,
-        params: &IntervisParams,
-    ) -> Geometry {
-        let limits = tracer.device().limits();
-        let with =
-            |label, usage, bytes: &[u8]| buffer_with(tracer, super::pass::OP, label, usage, bytes);
-        let albedo: Vec<f32> = scene.materials().iter().map(|m| m.albedo).collect();
-        let mut scene_vertices: Vec<Vertex> = Vec::new();
-        for tier in scene.tiers() {
-            for t in &tier.triangles {
-                if t.flags & params.mask.bits() == 0 {
-                    continue;
-                }
-                let [a, b, c] = t.vertices();
-                let n = (b - a).cross(c - a).normalize_or_zero();
-                let al = albedo[t.material as usize];
-                scene_vertices.extend([vertex(a, n, al), vertex(b, n, al), vertex(c, n, al)]);
-            }
-        }
-        // Blocks of CULL_BLOCK triangles in BVH leaf order (spatially compact), with their
-        // bounds, so each view draws only the blocks inside its frustum.
-        let cull: Vec<(Vec3, Vec3)> = scene_vertices
-            .chunks(CULL_BLOCK * 3)
-            .map(|c| {
-                c.iter()
-                    .fold((Vec3::INFINITY, Vec3::NEG_INFINITY), |(l, h), v| {
-                        let p = Vec3::new(v[0], v[1], v[2]);
-                        (l.min(p), h.max(p))
-                    })
-            })
-            .collect();
-        let per_buffer = ((limits.max_buffer_size / 96).clamp(1, u64::from(u32::MAX) / 3) as usize
-            / CULL_BLOCK)
-            .max(1)
-            * CULL_BLOCK
-            * 3;
-        let scene_buffers: Vec<(wgpu::Buffer, u32)> = scene_vertices
-            .chunks(per_buffer)
-            .map(|c| {
-                let b = with(
-                    "intervis scene vertices",
-                    wgpu::BufferUsages::VERTEX,
-                    bytemuck::cast_slice(c),
-                );
-                (b, c.len() as u32)
-            })
-            .collect();
-        let mut target_vertices: Vec<Vertex> = Vec::new();
-        let mut ranges = Vec::new();
-        for mesh in &plan.meshes {
-            let first = target_vertices.len() as u32;
-            for t in &mesh.triangles {
-                let [a, b, c] = t.map(|v| mesh.positions[v as usize]);
-                let n = (b - a).cross(c - a).normalize_or_zero();
-                let al = params.target_albedo;
-                target_vertices.extend([vertex(a, n, al), vertex(b, n, al), vertex(c, n, al)]);
-            }
-            ranges.push(first..target_vertices.len() as u32);
-        }
-        let target_buffer = with(
-            "intervis target vertices",
-            wgpu::BufferUsages::VERTEX,
-            bytemuck::cast_slice(&target_vertices),
-        );
-        Geometry {
-            blocks_per_buffer: per_buffer / 3 / CULL_BLOCK,
-            scene_triangles: scene_vertices.len() / 3,
-            scene_buffers,
-            cull,
-            target_buffer,
-            ranges,
-        }
-    }
-}
 
 /// Whether the world box `lo..hi` may reach into the part of `view`'s frustum behind the
 /// pixel rectangle `px` (conservative: each of the four side planes and the near plane is

@@ -56,6 +56,7 @@ mod gpu;
 mod humanoid;
 mod pass;
 mod pipelines;
+mod resources;
 
 /// WGSL layout mirrors, for the layout tests; not part of the API.
 #[doc(hidden)]
@@ -148,7 +149,9 @@ pub const MAX_PAIRS: usize = 1 << 24;
 
 /// Intervis records of `pairs`, in order: on the GPU when the engine has one (render and
 /// stencil passes reduced by a compute pass, see the module docs), else the CPU twin
-/// [`measure_ray_cast`]. The scene geometry is uploaded once per call. The GPU path is an
+/// [`measure_ray_cast`]. The scene geometry is uploaded once per scene revision and mask (a
+/// moved object re-uploads its tier only) and the pass's textures and buffers are reused by
+/// the next call, so repeated calls upload only their pairs' jobs and views. The GPU path is an
 /// [`IntervisPass`] prepared, encoded, submitted and read; a renderer can run those steps
 /// itself to encode the measurement into its own command encoder.
 pub fn measure(

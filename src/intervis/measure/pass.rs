@@ -1,27 +1,28 @@
 //! [`IntervisPass`]: the GPU measurement (see `gpu.rs`) as a value. `prepare` plans the views,
-//! uploads the geometry and every group's uniforms and jobs, creates the textures and binds
-//! them, and culls the scene per view; `encode` replays the passes into any command encoder
-//! (never blocks); `read` waits for the caller's submission and scatters the records.
+//! takes the geometry (uploaded once per scene revision, `resources.rs`) and a pooled
+//! workspace of textures and buffers, writes every group's uniforms and jobs into it, and
+//! culls the scene per view; `encode` replays the passes into any command encoder (never
+//! blocks); `read` waits for the caller's submission and scatters the records.
 
 use super::encode::{chunks, Chunk};
-use super::gpu::{
-    view_block, Batch, Geometry, Job, Light, ViewBlock, GROUP_JOBS, SCENE_FORMAT, STENCIL_FORMAT,
-    TEXTURE_BUDGET, Z_FORMAT,
-};
+use super::gpu::{view_block, Batch, Job, Light, ViewBlock, GROUP_JOBS, TEXTURE_BUDGET};
 use super::pipelines::Kit;
+use super::resources::{Geometry, GroupNeeds, IntervisCache, Needs, Workspace};
 use super::{validate, IntervisPair, IntervisParams, PixelBox, Plan, Sums};
 use crate::agent::Posture;
-use crate::gpu::{buffer_with, GpuTracer};
+use crate::gpu::GpuTracer;
 use crate::intervis::IntervisRecord;
+use crate::pool::{Copies, Write};
 use crate::receipt::Receipt;
 use crate::scene::Scene;
 use crate::{Error, Result};
+use glam::Mat4;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// The operation the pass's GPU work is counted under (see [`crate::Counters`]).
 pub(super) const OP: &str = "intervis";
-use glam::Mat4;
-use std::num::NonZeroU64;
-use std::ops::Range;
 
 /// The intervis measurement of a batch of pairs, planned, uploaded and bound, ready to be
 /// encoded into any command encoder.
@@ -32,6 +33,12 @@ use std::ops::Range;
 /// record buffers, so the whole batch fits in one command buffer. A batch where no target
 /// lands in a view (or no pairs) gives a pass whose `encode` records nothing; `read` still
 /// returns a record per pair.
+///
+/// The scene triangles and posture meshes are uploaded once per scene revision, mask and
+/// target and kept by the tracer; the textures and buffers come from a pool the pass gives
+/// them back to when it is dropped (a pass encoded but never read frees them instead), so
+/// repeated calls of the same sizes upload only their jobs and view blocks and create
+/// nothing.
 pub struct IntervisPass {
     /// Number of pairs.
     len: usize,
@@ -50,13 +57,11 @@ pub(super) struct Target {
     pub model: Mat4,
 }
 
-/// Chunks up to `GROUP_JOBS` jobs, with their own uniforms, jobs and records.
+/// Chunks up to `GROUP_JOBS` jobs, with their own uniforms, jobs and records (the
+/// workspace's group of the same index).
 pub(super) struct Group {
     pub chunks: Range<usize>,
-    pub view_group: wgpu::BindGroup,
-    pub reduce_group: wgpu::BindGroup,
-    pub records: wgpu::Buffer,
-    pub readback: wgpu::Buffer,
+    /// Bytes of the group's records.
     pub bytes: u64,
     pub first_job: usize,
 }
@@ -70,19 +75,41 @@ pub(super) struct Work {
     pub stride: u64,
     pub batch_stride: u64,
     pub sky: f64,
-    pub scene_brightness: wgpu::TextureView,
-    pub scene_depth: wgpu::TextureView,
-    pub scene_z: wgpu::TextureView,
-    pub stencil_layers: Vec<wgpu::TextureView>,
-    pub brightness_layers: Vec<wgpu::TextureView>,
-    pub depth_group: wgpu::BindGroup,
-    pub _textures: [wgpu::Texture; 5],
+    /// Target slots in use (the workspace may hold more).
+    pub slots: usize,
+    pub copies: Copies,
+    /// Taken from `cache`'s pool at prepare, given back on drop unless `unread`.
+    pub space: Option<Workspace>,
+    cache: Arc<IntervisCache>,
+    /// Encoded since the last complete read: a caller's command buffer may still use the
+    /// workspace, so dropping the pass frees it instead of giving it back.
+    pub unread: AtomicBool,
+}
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        if self.unread.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Some(space) = self.space.take() {
+            space.staging.remap();
+            self.cache.pool.give_back(space);
+        }
+    }
+}
+
+/// One group's per-call data: view blocks and batch blocks at their strides, and jobs.
+struct GroupData {
+    blocks: Vec<u8>,
+    batches: Vec<u8>,
+    jobs: Vec<Job>,
 }
 
 impl IntervisPass {
     /// Validates `pairs` and `params`, plans the views, uploads the scene triangles of
-    /// `params.mask`, the target meshes and every group's uniforms and jobs, and binds them.
-    /// All resources are created inside error scopes: running out of GPU memory is an error.
+    /// `params.mask` and the target meshes unless they are on the GPU already, writes every
+    /// group's uniforms and jobs, and binds them. All resources are created inside error
+    /// scopes: running out of GPU memory is an error.
     pub fn prepare(
         tracer: &GpuTracer,
         scene: &Scene,
@@ -122,28 +149,24 @@ impl IntervisPass {
                 receipt: Receipt::empty(),
             });
         }
-        let device = tracer.device();
-        let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let t0 = std::time::Instant::now();
-        let work = Work::new(tracer, scene, &plan, targets, params);
-        let receipt = Receipt::new(tracer, OP);
-        if let Some(e) = pollster::block_on(validation.pop()) {
-            return Err(Error::Gpu(format!("intervis pass failed: {e}")));
-        }
-        if let Some(e) = pollster::block_on(oom.pop()) {
-            return Err(Error::Gpu(format!(
-                "out of GPU memory for intervis: {e}; lower the resolution or pass fewer pairs"
-            )));
-        }
+        tracer.check_lost()?;
+        let cache = tracer.cached_pool(|_| IntervisCache::default());
+        let geometry = cache.geometry(tracer, scene, &plan, params)?;
+        let (work, receipt) = crate::pool::checked_build(
+            tracer,
+            "intervis",
+            "lower the resolution or pass fewer pairs",
+            || Work::new(tracer, cache, geometry, &plan, targets, params),
+        )??;
         log::debug!(
             "intervis pass prepared: {} pairs, {} views, {} targets drawn, {} scene \
              triangles, {} slots of {}^2: {:?}",
             pairs.len(),
             plan.views.len(),
             job_pairs.len(),
-            work.geometry.scene_triangles,
-            work.stencil_layers.len(),
+            work.geometry.scene_triangles(),
+            work.slots,
             params.resolution,
             t0.elapsed()
         );
@@ -167,12 +190,21 @@ impl IntervisPass {
         self.len == 0
     }
 
+    /// Views the pass renders (each draws the scene once); 0 when no target needs drawing.
+    #[must_use]
+    pub fn views(&self) -> usize {
+        self.work
+            .as_ref()
+            .map_or(0, |w| w.chunks.iter().filter(|c| c.scene.is_some()).count())
+    }
+
     /// Records every group's scene, stencil and reduction passes and the copies to the
     /// readback buffers into `encoder`; nothing when no target needs drawing. Never blocks.
     /// `tracer` must be the one the pass was prepared on.
     pub fn encode(&self, tracer: &GpuTracer, encoder: &mut wgpu::CommandEncoder) {
         if let Some(w) = &self.work {
             w.encode(&tracer.cached(Kit::new), encoder);
+            w.unread.store(true, Ordering::Relaxed);
         }
         self.receipt.stamp(encoder);
     }
@@ -190,20 +222,22 @@ impl IntervisPass {
         let Some(w) = &self.work else {
             return Ok(out);
         };
-        let readbacks = w.groups.iter().map(|g| &g.readback);
-        crate::gpu::map_read_all(
+        let readbacks = w.readbacks();
+        let receipt = self.receipt.buffer().map(|b| (b, 4));
+        crate::gpu::map_read_ranges(
             tracer,
             OP,
-            readbacks.chain(self.receipt.buffer()),
+            readbacks.iter().copied().chain(receipt),
+            None,
             "the intervis records",
         )?;
         if let Err(e) = self.receipt.check_submitted(WHAT) {
-            w.groups.iter().for_each(|g| g.readback.unmap());
+            readbacks.iter().for_each(|(b, _)| b.unmap());
             return Err(e);
         }
         let mut result = Ok(());
-        for g in &w.groups {
-            match g.readback.get_mapped_range(..) {
+        for ((b, bytes), g) in readbacks.into_iter().zip(&w.groups) {
+            match b.get_mapped_range(..bytes) {
                 Ok(view) => {
                     let recs: &[IntervisRecord] = bytemuck::cast_slice(&view);
                     for (k, rec) in recs.iter().enumerate() {
@@ -212,7 +246,10 @@ impl IntervisPass {
                 }
                 Err(e) => result = Err(Error::Gpu(e.to_string())),
             }
-            g.readback.unmap();
+            b.unmap();
+        }
+        if result.is_ok() {
+            w.unread.store(false, Ordering::Relaxed);
         }
         result.map(|()| out)
     }
@@ -230,237 +267,173 @@ impl IntervisPass {
 }
 
 impl Work {
-    /// Textures, chunks, groups and their bindings.
+    /// Takes a workspace for the call's sizes, writes the light, every group's view blocks,
+    /// batches and jobs and the receipt word into it, and binds them.
     fn new(
         tracer: &GpuTracer,
-        scene: &Scene,
+        cache: Arc<IntervisCache>,
+        geometry: Geometry,
         plan: &Plan,
         targets: Vec<Target>,
         params: &IntervisParams,
-    ) -> Work {
-        let device = tracer.device();
-        let limits = device.limits();
+    ) -> Result<(Work, Receipt)> {
+        let limits = tracer.device().limits();
         let res = params.resolution;
-        let kit = tracer.cached(Kit::new);
-        let with = |label, usage, bytes: &[u8]| buffer_with(tracer, OP, label, usage, bytes);
-        let geometry = Geometry::upload(tracer, scene, plan, params);
-        let light = Light {
-            sun: params.sun.normalize().extend(params.ambient).into(),
-            sky: params.sky,
-            focal: params.focal(),
-            resolution: res,
-            _pad: 0,
-        };
-        let light = with(
-            "intervis light",
-            wgpu::BufferUsages::UNIFORM,
-            bytemuck::bytes_of(&light),
-        );
-
-        // Textures.
-        let texture = |label, format, usage, layers| {
-            crate::gpu::texture_array(tracer, OP, label, res, layers, format, usage)
-        };
-        let attach_and_read =
-            wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::TEXTURE_BINDING;
-        let scene_brightness = texture(
-            "intervis scene brightness",
-            SCENE_FORMAT,
-            attach_and_read,
-            1,
-        );
-        let scene_depth = texture("intervis scene depth", SCENE_FORMAT, attach_and_read, 1);
-        let scene_z = texture(
-            "intervis scene z",
-            Z_FORMAT,
-            wgpu::TextureUsages::RENDER_ATTACHMENT,
-            1,
-        );
         let layer_bytes = u64::from(res) * u64::from(res) * 8;
         let slots = (limits.max_texture_array_layers as usize)
             .min((TEXTURE_BUDGET / layer_bytes) as usize)
             .min(targets.len())
             .max(1);
-        let stencil = texture(
-            "intervis stencil",
-            STENCIL_FORMAT,
-            attach_and_read,
-            slots as u32,
-        );
-        let target_brightness = texture(
-            "intervis target brightness",
-            SCENE_FORMAT,
-            attach_and_read,
-            slots as u32,
-        );
-        let view_of = |t: &wgpu::Texture| t.create_view(&Default::default());
-        let layer_view = |t: &wgpu::Texture, l: u32| {
-            t.create_view(&wgpu::TextureViewDescriptor {
-                dimension: Some(wgpu::TextureViewDimension::D2),
-                base_array_layer: l,
-                array_layer_count: Some(1),
-                ..Default::default()
-            })
-        };
-        let stencil_array = stencil.create_view(&wgpu::TextureViewDescriptor {
-            dimension: Some(wgpu::TextureViewDimension::D2Array),
-            aspect: wgpu::TextureAspect::StencilOnly,
-            ..Default::default()
-        });
-        let brightness_array = target_brightness.create_view(&wgpu::TextureViewDescriptor {
-            dimension: Some(wgpu::TextureViewDimension::D2Array),
-            ..Default::default()
-        });
-        let scene_brightness_view = view_of(&scene_brightness);
-        let scene_depth_view = view_of(&scene_depth);
-        let depth_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("intervis scene depth"),
-            layout: &kit.depth_layout,
-            entries: &[wgpu::BindGroupEntry {
-                binding: 0,
-                resource: wgpu::BindingResource::TextureView(&scene_depth_view),
-            }],
-        });
-
         let chunks = chunks(plan, &geometry, &targets, slots);
-        let stride = 144u64.next_multiple_of(u64::from(limits.min_uniform_buffer_offset_alignment));
-        let batch_stride =
-            16u64.next_multiple_of(u64::from(limits.min_uniform_buffer_offset_alignment));
-        let mut groups = Vec::new();
-        let mut c = 0;
-        while c < chunks.len() {
-            let first_job = chunks[c].jobs.start;
-            let mut end = c;
-            while end < chunks.len() && (end == c || chunks[end].jobs.end - first_job <= GROUP_JOBS)
-            {
-                end += 1;
-            }
-            let group = &chunks[c..end];
-            let job_count = group[group.len() - 1].jobs.end - first_job;
-            // Uniform slots: each chunk's view (when it renders it) and every target.
-            let mut blocks: Vec<ViewBlock> = Vec::new();
-            let mut job_list: Vec<Job> = Vec::new();
-            for ch in group {
-                let view = &plan.views[targets[ch.jobs.start].view].0;
-                if ch.scene.is_some() {
-                    blocks.push(view_block(view, Mat4::IDENTITY));
-                }
-                for (slot, t) in targets[ch.jobs.clone()].iter().enumerate() {
-                    let b = t.bbox;
-                    job_list.push(Job {
-                        x0: b.x0,
-                        y0: b.y0,
-                        x1: b.x1,
-                        y1: b.y1,
-                        record: job_list.len() as u32,
-                        layer: slot as u32,
-                        _pad: [0; 2],
-                    });
-                    blocks.push(view_block(view, t.model));
-                }
-            }
-            let mut padded = vec![0u8; blocks.len() * stride as usize];
-            for (i, b) in blocks.iter().enumerate() {
-                padded[i * stride as usize..][..144].copy_from_slice(bytemuck::bytes_of(b));
-            }
-            let view_blocks = with("intervis views", wgpu::BufferUsages::UNIFORM, &padded);
-            let mut batches = vec![0u8; group.len() * batch_stride as usize];
-            for (i, ch) in group.iter().enumerate() {
-                let b = Batch {
-                    first: (ch.jobs.start - first_job) as u32,
-                    _pad: [0; 3],
-                };
-                batches[i * batch_stride as usize..][..16].copy_from_slice(bytemuck::bytes_of(&b));
-            }
-            let batches = with("intervis batches", wgpu::BufferUsages::UNIFORM, &batches);
-            let job_buffer = with(
-                "intervis jobs",
-                wgpu::BufferUsages::STORAGE,
-                bytemuck::cast_slice(&job_list),
-            );
-            let bytes = (job_count * size_of::<IntervisRecord>()) as u64;
-            let records = tracer.create_buffer(
-                OP,
-                &wgpu::BufferDescriptor {
-                    label: Some("intervis records"),
-                    size: bytes,
-                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-                    mapped_at_creation: false,
-                },
-            );
-            let readback = tracer.create_buffer(
-                OP,
-                &wgpu::BufferDescriptor {
-                    label: Some("intervis readback"),
-                    size: bytes,
-                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                },
-            );
-            let sized = |buffer, size| {
-                wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                    buffer,
-                    offset: 0,
-                    size: NonZeroU64::new(size),
+        let align = u64::from(limits.min_uniform_buffer_offset_alignment);
+        let (stride, batch_stride) = (
+            144u64.next_multiple_of(align),
+            16u64.next_multiple_of(align),
+        );
+        let ranges = group_ranges(&chunks);
+        let data: Vec<GroupData> = (ranges.iter())
+            .map(|r| group_data(plan, &targets, &chunks[r.clone()], stride, batch_stride))
+            .collect();
+        let groups = (ranges.into_iter().zip(&data))
+            .map(|(r, d)| Group {
+                first_job: chunks[r.start].jobs.start,
+                chunks: r,
+                bytes: (d.jobs.len() * size_of::<IntervisRecord>()) as u64,
+            })
+            .collect();
+        let needs = Needs {
+            res,
+            slots: slots as u32,
+            groups: (data.iter())
+                .map(|d| GroupNeeds {
+                    view_blocks: d.blocks.len() as u64,
+                    batches: d.batches.len() as u64,
+                    jobs: d.jobs.len(),
                 })
-            };
-            let entry = |binding, resource| wgpu::BindGroupEntry { binding, resource };
-            let view_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("intervis view"),
-                layout: &kit.render_layout,
-                entries: &[
-                    entry(0, sized(&view_blocks, 144)),
-                    entry(1, light.as_entire_binding()),
-                ],
-            });
-            let texture = wgpu::BindingResource::TextureView;
-            let reduce_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("intervis reduce"),
-                layout: &kit.reduce_layout,
-                entries: &[
-                    entry(0, light.as_entire_binding()),
-                    entry(1, sized(&batches, 16)),
-                    entry(2, job_buffer.as_entire_binding()),
-                    entry(3, texture(&stencil_array)),
-                    entry(4, texture(&brightness_array)),
-                    entry(5, texture(&scene_brightness_view)),
-                    entry(6, records.as_entire_binding()),
-                ],
-            });
-            groups.push(Group {
-                chunks: c..end,
-                view_group,
-                reduce_group,
-                records,
-                readback,
-                bytes,
-                first_job,
-            });
-            c = end;
-        }
-        Work {
+                .collect(),
+        };
+        let mut space = Workspace::take(tracer, &cache.pool, &tracer.cached(Kit::new), &needs);
+        let receipt = Receipt::new(&space.receipt);
+        let copies = upload(tracer, &mut space, &receipt, &data, params)?;
+        let work = Work {
             geometry,
+            targets,
             chunks,
             groups,
             stride,
             batch_stride,
             sky: f64::from(params.sky),
-            scene_z: view_of(&scene_z),
-            scene_brightness: scene_brightness_view,
-            scene_depth: scene_depth_view,
-            stencil_layers: (0..slots as u32).map(|l| layer_view(&stencil, l)).collect(),
-            brightness_layers: (0..slots as u32)
-                .map(|l| layer_view(&target_brightness, l))
-                .collect(),
-            depth_group,
-            targets,
-            _textures: [
-                scene_brightness,
-                scene_depth,
-                scene_z,
-                stencil,
-                target_brightness,
-            ],
+            slots,
+            copies,
+            space: Some(space),
+            cache,
+            unread: AtomicBool::new(false),
+        };
+        Ok((work, receipt))
+    }
+
+    /// Each group's record readback and the bytes of records it holds.
+    fn readbacks(&self) -> Vec<(&wgpu::Buffer, u64)> {
+        let Some(space) = &self.space else {
+            return Vec::new();
+        };
+        (space.groups.iter().zip(&self.groups))
+            .map(|(b, g)| (b.readback.buffer(), g.bytes))
+            .collect()
+    }
+}
+
+/// Writes the call's light, groups' data and receipt word into `space`'s buffers.
+fn upload(
+    tracer: &GpuTracer,
+    space: &mut Workspace,
+    receipt: &Receipt,
+    data: &[GroupData],
+    params: &IntervisParams,
+) -> Result<Copies> {
+    let light = Light {
+        sun: params.sun.normalize().extend(params.ambient).into(),
+        sky: params.sky,
+        focal: params.focal(),
+        resolution: params.resolution,
+        _pad: 0,
+    };
+    let word = receipt.word();
+    let mut writes = vec![Write::at_start(
+        space.light.buffer(),
+        bytemuck::bytes_of(&light),
+    )];
+    for (g, d) in space.groups.iter().zip(data) {
+        writes.push(Write::at_start(g.view_blocks(), &d.blocks));
+        writes.push(Write::at_start(g.batches(), &d.batches));
+        writes.push(Write::at_start(g.jobs(), bytemuck::cast_slice(&d.jobs)));
+    }
+    writes.extend(receipt.stamp_source().map(|b| Write::at_start(b, &word)));
+    space.staging.write(tracer, OP, &writes)
+}
+
+/// Chunks in groups of at most `GROUP_JOBS` jobs (a chunk with more is a group of its own).
+fn group_ranges(chunks: &[Chunk]) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let mut c = 0;
+    while c < chunks.len() {
+        let first_job = chunks[c].jobs.start;
+        let mut end = c;
+        while end < chunks.len() && (end == c || chunks[end].jobs.end - first_job <= GROUP_JOBS) {
+            end += 1;
         }
+        out.push(c..end);
+        c = end;
+    }
+    out
+}
+
+/// A group's uniform slots (each chunk's view when it renders it, then every target) and jobs,
+/// and a batch block per chunk.
+fn group_data(
+    plan: &Plan,
+    targets: &[Target],
+    group: &[Chunk],
+    stride: u64,
+    batch_stride: u64,
+) -> GroupData {
+    let first_job = group[0].jobs.start;
+    let mut blocks: Vec<ViewBlock> = Vec::new();
+    let mut jobs: Vec<Job> = Vec::new();
+    for ch in group {
+        let view = &plan.views[targets[ch.jobs.start].view].0;
+        if ch.scene.is_some() {
+            blocks.push(view_block(view, Mat4::IDENTITY));
+        }
+        for (slot, t) in targets[ch.jobs.clone()].iter().enumerate() {
+            let b = t.bbox;
+            jobs.push(Job {
+                x0: b.x0,
+                y0: b.y0,
+                x1: b.x1,
+                y1: b.y1,
+                record: jobs.len() as u32,
+                layer: slot as u32,
+                _pad: [0; 2],
+            });
+            blocks.push(view_block(view, t.model));
+        }
+    }
+    let mut padded = vec![0u8; blocks.len() * stride as usize];
+    for (i, b) in blocks.iter().enumerate() {
+        padded[i * stride as usize..][..144].copy_from_slice(bytemuck::bytes_of(b));
+    }
+    let mut batches = vec![0u8; group.len() * batch_stride as usize];
+    for (i, ch) in group.iter().enumerate() {
+        let b = Batch {
+            first: (ch.jobs.start - first_job) as u32,
+            _pad: [0; 3],
+        };
+        batches[i * batch_stride as usize..][..16].copy_from_slice(bytemuck::bytes_of(&b));
+    }
+    GroupData {
+        blocks: padded,
+        batches,
+        jobs,
     }
 }
