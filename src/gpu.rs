@@ -256,35 +256,7 @@ impl GpuTracer {
         lost: Arc<Mutex<Option<String>>>,
     ) -> Result<GpuTracer> {
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let storage = |binding, read_only| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer {
-                ty: wgpu::BufferBindingType::Storage { read_only },
-                has_dynamic_offset: false,
-                min_binding_size: None,
-            },
-            count: None,
-        };
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("sightline trace"),
-            entries: &[
-                storage(0, true),
-                storage(1, true),
-                wgpu::BindGroupLayoutEntry {
-                    binding: 2,
-                    visibility: wgpu::ShaderStages::COMPUTE,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Uniform,
-                        has_dynamic_offset: false,
-                        min_binding_size: wgpu::BufferSize::new(size_of::<Params>() as u64),
-                    },
-                    count: None,
-                },
-                storage(3, true),
-                storage(4, false),
-            ],
-        });
+        let layout = trace_bind_group_layout(device);
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("sightline trace"),
             bind_group_layouts: &[Some(&layout)],
@@ -999,6 +971,40 @@ impl GpuTracer {
         }
         Ok(())
     }
+}
+
+/// The tracing kernels' bind-group layout: scene nodes (0) and triangles (1), `Params` (2),
+/// queries (3, read-only) and output (4).
+fn trace_bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout {
+    let storage = |binding, read_only| wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    };
+    device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: Some("sightline trace"),
+        entries: &[
+            storage(0, true),
+            storage(1, true),
+            wgpu::BindGroupLayoutEntry {
+                binding: 2,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Uniform,
+                    has_dynamic_offset: false,
+                    min_binding_size: wgpu::BufferSize::new(size_of::<Params>() as u64),
+                },
+                count: None,
+            },
+            storage(3, true),
+            storage(4, false),
+        ],
+    })
 }
 
 /// Encodes work into a new encoder, submits it and reports validation errors and GPU memory
