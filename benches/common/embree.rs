@@ -65,6 +65,11 @@ struct RTCRayHit {
     hit: RTCHit,
 }
 
+/// The valid mask of a 16-wide call: Embree reads it with aligned vector loads, so it must sit
+/// on 64 bytes as the packet does (an unaligned stack array crashes AVX-512 builds).
+#[repr(C, align(64))]
+struct Valid16([c_int; 16]);
+
 #[repr(C, align(64))]
 struct RTCRay16 {
     org_x: [f32; 16],
@@ -272,16 +277,16 @@ impl EmbreeScene {
                 // SAFETY: all-zero is a valid RTCRay16 (plain floats and integers).
                 let mut p: Box<RTCRay16> = Box::new(unsafe { std::mem::zeroed() });
                 for (out, segs) in out.chunks_mut(16).zip(segs.chunks(16)) {
-                    let mut valid = [0 as c_int; 16];
+                    let mut valid = Valid16([0; 16]);
                     for (l, s) in segs.iter().enumerate() {
                         let r = Self::ray(s);
                         (p.org_x[l], p.org_y[l], p.org_z[l]) = (r.org[0], r.org[1], r.org[2]);
                         (p.dir_x[l], p.dir_y[l], p.dir_z[l]) = (r.dir[0], r.dir[1], r.dir[2]);
                         (p.tnear[l], p.tfar[l], p.mask[l]) = (TNEAR, SEGMENT_TFAR, u32::MAX);
-                        valid[l] = -1;
+                        valid.0[l] = -1;
                     }
-                    // SAFETY: a committed scene, a 64-byte aligned packet, 16 valid flags.
-                    unsafe { rtcOccluded16(valid.as_ptr(), self.scene, &mut ctx, &mut *p) };
+                    // SAFETY: a committed scene, a 64-byte aligned packet and valid mask.
+                    unsafe { rtcOccluded16(valid.0.as_ptr(), self.scene, &mut ctx, &mut *p) };
                     for (l, o) in out.iter_mut().enumerate() {
                         *o = p.tfar[l] == f32::NEG_INFINITY;
                     }
