@@ -465,20 +465,33 @@ impl GpuTracer {
         let tiers = self.upload(scene);
         let chunks = tiers.iter().flat_map(|t| t.chunks.iter());
         chunks
-            .map(|c| {
-                self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some("trace"),
-                    layout: &self.layout,
-                    entries: &[
-                        entry(0, &c.nodes),
-                        entry(1, &c.triangles),
-                        entry(2, params),
-                        entry(3, input),
-                        entry(4, output),
-                    ],
-                })
-            })
+            .map(|c| self.bind_chunk(c, params.as_entire_binding(), input, output))
             .collect()
+    }
+
+    /// A bind group over [`GpuTracer::trace_layout`]: scene chunk `c` with `params`, `input`
+    /// and `output`.
+    fn bind_chunk(
+        &self,
+        c: &Chunk,
+        params: wgpu::BindingResource<'_>,
+        input: &wgpu::Buffer,
+        output: &wgpu::Buffer,
+    ) -> wgpu::BindGroup {
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("trace"),
+            layout: &self.layout,
+            entries: &[
+                entry(0, &c.nodes),
+                entry(1, &c.triangles),
+                wgpu::BindGroupEntry {
+                    binding: 2,
+                    resource: params,
+                },
+                entry(3, input),
+                entry(4, output),
+            ],
+        })
     }
 
     /// Uploads the tiers that changed since the last call (a moved door re-uploads only the
@@ -877,20 +890,8 @@ impl GpuTracer {
                 self.workspace
                     .bind_groups_created
                     .fetch_add(1, Ordering::Relaxed);
-                self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some("trace"),
-                    layout: &self.layout,
-                    entries: &[
-                        entry(0, &c.nodes),
-                        entry(1, &c.triangles),
-                        wgpu::BindGroupEntry {
-                            binding: 2,
-                            resource: params(if i == 0 { 0 } else { self.params_stride }),
-                        },
-                        entry(3, &slot.queries),
-                        entry(4, &slot.output),
-                    ],
-                })
+                let offset = if i == 0 { 0 } else { self.params_stride };
+                self.bind_chunk(c, params(offset), &slot.queries, &slot.output)
             })
             .collect()
     }
@@ -973,10 +974,10 @@ impl GpuTracer {
     }
 }
 
-/// The tracing kernels' bind-group layout: scene nodes (0) and triangles (1), `Params` (2),
-/// queries (3, read-only) and output (4).
-fn trace_bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout {
-    let storage = |binding, read_only| wgpu::BindGroupLayoutEntry {
+/// A compute shader's storage-buffer binding (read-only or read-write). Shared by every GPU
+/// module's bind-group layouts.
+pub(crate) fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
         binding,
         visibility: wgpu::ShaderStages::COMPUTE,
         ty: wgpu::BindingType::Buffer {
@@ -985,12 +986,17 @@ fn trace_bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout {
             min_binding_size: None,
         },
         count: None,
-    };
+    }
+}
+
+/// The tracing kernels' bind-group layout: scene nodes (0) and triangles (1), `Params` (2),
+/// queries (3, read-only) and output (4).
+fn trace_bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout {
     device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
         label: Some("sightline trace"),
         entries: &[
-            storage(0, true),
-            storage(1, true),
+            storage_entry(0, true),
+            storage_entry(1, true),
             wgpu::BindGroupLayoutEntry {
                 binding: 2,
                 visibility: wgpu::ShaderStages::COMPUTE,
@@ -1001,8 +1007,8 @@ fn trace_bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout {
                 },
                 count: None,
             },
-            storage(3, true),
-            storage(4, false),
+            storage_entry(3, true),
+            storage_entry(4, false),
         ],
     })
 }

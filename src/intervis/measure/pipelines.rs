@@ -188,16 +188,7 @@ impl Kit {
             cache: None,
         });
         let c = wgpu::ShaderStages::COMPUTE;
-        let storage = |binding, read_only| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: c,
-            ty: wgpu::BindingType::Buffer {
-                ty: wgpu::BufferBindingType::Storage { read_only },
-                has_dynamic_offset: false,
-                min_binding_size: None,
-            },
-            count: None,
-        };
+        let storage = crate::gpu::storage_entry;
         let array = wgpu::TextureViewDimension::D2Array;
         let reduce_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("intervis reduce"),
