@@ -109,9 +109,14 @@ fn benches(c: &mut Criterion) {
     }
     g.finish();
 
-    // Reading the table back: the strict reader (every section checked: sees lists against the
-    // bits, finite fields, reserved bytes) and the memory map (checksum and structure, rows on
-    // demand), beside the floor of reading the file's bytes.
+    read_back(c, &table, file_bytes);
+    intervis(c, &scene, &pairs, &params, gpu.as_ref());
+}
+
+/// Reading the table back: the strict reader (every section checked: sees lists against the
+/// bits, finite fields, reserved bytes) and the memory map (checksum and structure, rows on
+/// demand), beside the floor of reading the file's bytes.
+fn read_back(c: &mut Criterion, table: &TableFile, file_bytes: usize) {
     let path = std::env::temp_dir().join(format!("sightline-bench-{}.slt", std::process::id()));
     table.write_to(&path).unwrap();
     let mut g = c.benchmark_group("tables/read_urban_2m");
@@ -130,25 +135,36 @@ fn benches(c: &mut Criterion) {
     });
     g.finish();
     std::fs::remove_file(&path).ok();
+}
 
+/// Intervis of `PAIRS` random waypoint pairs: the CPU twin and the GPU pass, then the counters
+/// of one repeated GPU call.
+fn intervis(
+    c: &mut Criterion,
+    scene: &Scene,
+    pairs: &[IntervisPair],
+    params: &IntervisParams,
+    gpu: Option<&Engine>,
+) {
+    let cpu = Engine::cpu();
     let mut g = c.benchmark_group("tables/intervis_urban");
     g.sample_size(10)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(8));
     g.throughput(Throughput::Elements(PAIRS as u64));
     g.bench_function("cpu_twin", |b| {
-        b.iter(|| black_box(measure_ray_cast(&cpu, &scene, &pairs, &params).unwrap()))
+        b.iter(|| black_box(measure_ray_cast(&cpu, scene, pairs, params).unwrap()))
     });
-    if let Some(gpu) = &gpu {
+    if let Some(gpu) = gpu {
         g.bench_function("gpu", |b| {
-            b.iter(|| black_box(measure(gpu, &scene, &pairs, &params).unwrap()))
+            b.iter(|| black_box(measure(gpu, scene, pairs, params).unwrap()))
         });
     }
     g.finish();
-    if let Some(gpu) = &gpu {
+    if let Some(gpu) = gpu {
         // What one more call on the same scene costs in GPU round trips and uploads.
         let before = gpu.counters().operation("intervis");
-        black_box(measure(gpu, &scene, &pairs, &params).unwrap());
+        black_box(measure(gpu, scene, pairs, params).unwrap());
         let once = gpu.counters().operation("intervis").since(&before);
         eprintln!(
             "tables/intervis_urban/gpu: {PAIRS} pairs, {} scene triangles; one repeated call: \
