@@ -1,41 +1,31 @@
-// Intervis reduction (Darken, McCue and Guerrero): one workgroup per target reduces the target's padded box of
-// its stencil layer to an IntervisRecord. Self-contained (no common.wgsl). Rust twins:
-// `intervis::IntervisRecord`, `intervis::measure::gpu::{Light, Job, Batch}`; the CPU twin of
-// the reduction is `intervis::measure::Sums` (same fields, same `finish`).
+// Intervis reduction (Darken, McCue and Guerrero): one workgroup per target tile of a batch
+// fill reduces the tile (the target's padded box) of the stencil atlas to an IntervisRecord.
+// Self-contained (no common.wgsl). Rust twins: `intervis::IntervisRecord`,
+// `intervis::measure::gpu::{Light, TargetTile}`; the CPU twin of the reduction is
+// `intervis::measure::Sums` (same fields, same `finish`).
 //
-// Per pixel of the box: stencil >= 127 is exposed (adds its target brightness and its solid
-// angle `f / (f^2 + x^2 + y^2)^(3/2)`); otherwise background (adds the scene brightness) and,
-// when the stencil is not 0, also occluded. Each invocation sums a strided share, then a tree
-// reduction in workgroup memory (an associative combine of counts and sums, identity zero),
-// and invocation 0 writes the record. Sums are f32 and their order is fixed, so a record is
-// deterministic.
+// Per pixel of the tile: stencil >= 127 is exposed (adds its target brightness and its solid
+// angle `f / (f^2 + x^2 + y^2)^(3/2)`, `x, y` the pixel centre's offset from its view's
+// centre); otherwise background (adds the scene brightness at the same pixel of the scene
+// atlas) and, when the stencil is not 0, also occluded. Each invocation sums a strided share,
+// then a tree reduction in workgroup memory (an associative combine of counts and sums,
+// identity zero), and invocation 0 writes the record. Sums are f32 and their order is fixed,
+// so a record is deterministic on a given device.
 
 struct Light {
     sun: vec4<f32>,
     sky: f32,
-    focal: f32,
-    resolution: u32,
     _pad: u32,
+    atlas: vec2<f32>,
 }
 
-// One target: its box [x0, x1) x [y0, y1), its record slot and its stencil layer.
-struct Job {
-    x0: u32,
-    y0: u32,
-    x1: u32,
-    y1: u32,
-    record: u32,
-    layer: u32,
-    _pad0: u32,
-    _pad1: u32,
-}
-
-// The dispatch's first job (workgroup w reduces job first + w).
-struct Batch {
-    first: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
+struct TargetTile {
+    view_proj: mat4x4<f32>,
+    model: mat4x4<f32>,
+    eye: vec4<f32>,
+    rect: vec4<u32>,
+    origin: vec4<u32>,
+    info: vec4<u32>,
 }
 
 struct IntervisRecord {
@@ -54,25 +44,26 @@ struct IntervisRecord {
 }
 
 @group(0) @binding(0) var<uniform> light: Light;
-@group(0) @binding(1) var<uniform> batch: Batch;
-@group(0) @binding(2) var<storage, read> jobs: array<Job>;
-@group(0) @binding(3) var stencil: texture_2d_array<u32>;
-@group(0) @binding(4) var target_brightness: texture_2d_array<f32>;
-@group(0) @binding(5) var scene_brightness: texture_2d<f32>;
-@group(0) @binding(6) var<storage, read_write> records: array<IntervisRecord>;
+// The fill's target tiles and records (dynamic offsets): workgroup w reduces tile w.
+@group(0) @binding(1) var<storage, read> target_tiles: array<TargetTile>;
+@group(0) @binding(2) var stencil: texture_2d<u32>;
+@group(0) @binding(3) var target_brightness: texture_2d<f32>;
+@group(0) @binding(4) var scene_brightness: texture_2d<f32>;
+@group(0) @binding(5) var<storage, read_write> records: array<IntervisRecord>;
 
-const WORKGROUP: u32 = 256u;
+const WORKGROUP: u32 = 64u;
 
 // x: exposed, y: occluded, z: background.
-var<workgroup> counts: array<vec3<u32>, 256>;
+var<workgroup> counts: array<vec3<u32>, 64>;
 // x: target brightness, y: background brightness, z: solid angle.
-var<workgroup> sums: array<vec3<f32>, 256>;
+var<workgroup> sums: array<vec3<f32>, 64>;
 
-fn pixel_solid_angle(px: vec2<u32>) -> f32 {
-    let c = f32(light.resolution) * 0.5;
+// `px`: the pixel of a view of `resolution` pixels and focal length `focal`.
+fn pixel_solid_angle(px: vec2<u32>, focal: f32, resolution: u32) -> f32 {
+    let c = f32(resolution) * 0.5;
     let d = vec2<f32>(px) + 0.5 - c;
-    let r2 = light.focal * light.focal + dot(d, d);
-    return light.focal / (r2 * sqrt(r2));
+    let r2 = focal * focal + dot(d, d);
+    return focal / (r2 * sqrt(r2));
 }
 
 fn finish(c: vec3<u32>, s: vec3<f32>, box_pixels: u32) -> IntervisRecord {
@@ -92,29 +83,30 @@ fn finish(c: vec3<u32>, s: vec3<f32>, box_pixels: u32) -> IntervisRecord {
     return r;
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(64)
 fn intervis_reduce(
     @builtin(workgroup_id) wg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let job = jobs[batch.first + wg.x];
-    let width = job.x1 - job.x0;
-    let n = width * (job.y1 - job.y0);
+    let t = target_tiles[wg.x];
+    let width = t.rect.z - t.rect.x;
+    let n = width * (t.rect.w - t.rect.y);
     var c = vec3<u32>(0u);
     var s = vec3<f32>(0.0);
     for (var k = lid; k < n; k += WORKGROUP) {
-        let px = vec2<u32>(job.x0 + k % width, job.y0 + k / width);
-        let st = textureLoad(stencil, px, job.layer, 0).r;
+        let d = vec2<u32>(k % width, k / width);
+        let px = t.rect.xy + d;
+        let st = textureLoad(stencil, px, 0).r;
         if st >= 127u {
             c.x += 1u;
-            s.x += textureLoad(target_brightness, px, job.layer, 0).r;
-            s.z += pixel_solid_angle(px);
+            s.x += textureLoad(target_brightness, px, 0).r;
+            s.z += pixel_solid_angle(t.origin.zw + d, t.eye.w, t.info.x);
         } else {
             if st > 0u {
                 c.y += 1u;
             }
             c.z += 1u;
-            s.y += textureLoad(scene_brightness, px, 0).r;
+            s.y += textureLoad(scene_brightness, t.origin.xy + d, 0).r;
         }
     }
     counts[lid] = c;
@@ -128,6 +120,6 @@ fn intervis_reduce(
         workgroupBarrier();
     }
     if lid == 0u {
-        records[job.record] = finish(counts[0], sums[0], n);
+        records[wg.x] = finish(counts[0], sums[0], n);
     }
 }

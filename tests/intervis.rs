@@ -415,6 +415,49 @@ fn urban_pairs(scene: &Scene, observers: usize, per_observer: usize) -> Vec<Inte
     pairs
 }
 
+/// Two measurements of the same pairs compared by the agreement contract: pixel counts within
+/// 2 % (plus 2 pixels) and occlusion within 0.02 for every pair (`bad` lists the others), and
+/// contrast within 0.05 (`shading` lists the others: background pixels where coplanar scene
+/// surfaces of different albedo meet are a depth-test tie the rasteriser and the ray caster,
+/// or two rasterisations at different atlas places, may break differently; the tests allow 1 %).
+struct Agreement {
+    visible: usize,
+    bad: Vec<(usize, IntervisRecord, IntervisRecord)>,
+    shading: Vec<(usize, IntervisRecord, IntervisRecord)>,
+    /// n_t deviation as a share of its tolerance, occlusion and contrast deviations.
+    worst: (f32, f32, f32),
+}
+
+fn agreement(g: &[IntervisRecord], c: &[IntervisRecord]) -> Agreement {
+    let mut out = Agreement {
+        visible: 0,
+        bad: Vec::new(),
+        shading: Vec::new(),
+        worst: (0.0, 0.0, 0.0),
+    };
+    for (k, (g, c)) in g.iter().zip(c).enumerate() {
+        assert_eq!(g.box_pixels, c.box_pixels, "pair {k}: boxes differ");
+        if g.exposed == 0 && c.exposed == 0 {
+            continue;
+        }
+        out.visible += 1;
+        let tolerance = c.exposed as f32 * 0.02 + 2.0;
+        let dn = (g.exposed as f32 - c.exposed as f32).abs();
+        let (d_o, d_c) = (
+            (g.occlusion - c.occlusion).abs(),
+            (g.contrast - c.contrast).abs(),
+        );
+        let w = &mut out.worst;
+        *w = (w.0.max(dn / tolerance), w.1.max(d_o), w.2.max(d_c));
+        if dn > tolerance || d_o > 0.02 {
+            out.bad.push((k, *g, *c));
+        } else if d_c > 0.05 {
+            out.shading.push((k, *g, *c));
+        }
+    }
+    out
+}
+
 #[test]
 fn gpu_matches_the_ray_cast_twin_in_urban() {
     let Some(engine) = gpu::gpu_engine() else {
@@ -431,41 +474,35 @@ fn gpu_matches_the_ray_cast_twin_in_urban() {
     let t = Instant::now();
     let c = measure_ray_cast(&Engine::cpu(), &scene, &pairs, &params).unwrap();
     let t_cpu = t.elapsed();
-    let (mut visible, mut bad) = (0, Vec::new());
-    let (mut worst_n, mut worst_o, mut worst_c) = (0.0f32, 0.0f32, 0.0f32);
-    for (k, (g, c)) in g.iter().zip(&c).enumerate() {
-        assert_eq!(g.box_pixels, c.box_pixels, "pair {k}: boxes differ");
-        if g.exposed == 0 && c.exposed == 0 {
-            continue;
-        }
-        visible += 1;
-        let dn = (g.exposed as f32 - c.exposed as f32).abs();
-        let (d_o, d_c) = (
-            (g.occlusion - c.occlusion).abs(),
-            (g.contrast - c.contrast).abs(),
-        );
-        worst_n = worst_n.max(dn / (c.exposed as f32 * 0.02 + 2.0));
-        worst_o = worst_o.max(d_o);
-        worst_c = worst_c.max(d_c);
-        if dn > c.exposed as f32 * 0.02 + 2.0 || d_o > 0.02 || d_c > 0.05 {
-            bad.push((k, *g, *c));
-        }
-    }
+    let Agreement {
+        visible,
+        bad,
+        shading,
+        worst: (worst_n, worst_o, worst_c),
+    } = agreement(&g, &c);
     eprintln!(
         "{} pairs ({visible} with the target at least partly visible): GPU {:.2?} ({:.0} \
          pairs/s), CPU twin {:.2?} ({:.0} pairs/s); worst n_t deviation {worst_n:.2} of the \
-         tolerance, O {worst_o:.4}, C {worst_c:.4}; {} outside tolerance",
+         tolerance, O {worst_o:.4}, C {worst_c:.4}; {} outside the count tolerance, {} outside \
+         the contrast tolerance",
         pairs.len(),
         t_gpu,
         pairs.len() as f64 / t_gpu.as_secs_f64(),
         t_cpu,
         pairs.len() as f64 / t_cpu.as_secs_f64(),
-        bad.len()
+        bad.len(),
+        shading.len()
     );
-    for (k, g, c) in bad.iter().take(10) {
+    for (k, g, c) in bad.iter().chain(&shading).take(10) {
         eprintln!("pair {k} {:?}\n  gpu {g:?}\n  cpu {c:?}", pairs[*k]);
     }
     assert!(visible > 200, "only {visible} visible pairs");
+    assert!(bad.is_empty(), "{} of {visible} pairs disagree", bad.len());
+    assert!(
+        shading.len() * 100 <= visible,
+        "{} of {visible} pairs differ in contrast",
+        shading.len()
+    );
     assert!(bad.is_empty(), "{} of {visible} pairs disagree", bad.len());
 }
 
@@ -567,7 +604,19 @@ fn pass_encoded_into_a_callers_encoder_matches_the_convenience_call() {
     let half = 25 * 90;
     let mut split = measure(&engine, &scene, &pairs[..half], &params).unwrap();
     split.extend(measure(&engine, &scene, &pairs[half..], &params).unwrap());
-    assert_eq!(record_bytes(&got), record_bytes(&split), "one call vs two");
+    // Two calls lay the targets out in the atlases differently: the same records by the
+    // agreement contract (tile placement moves sample positions in the last bits).
+    let a = agreement(&split, &got);
+    assert!(
+        a.bad.is_empty(),
+        "one call vs two: {:?}",
+        &a.bad[..a.bad.len().min(3)]
+    );
+    assert!(
+        a.shading.len() * 100 <= a.visible,
+        "one call vs two: {} shading",
+        a.shading.len()
+    );
     let visible = got.iter().filter(|r| r.exposed > 0).count();
     println!(
         "{} pairs in one command buffer, {visible} with the target in sight: the same records \
@@ -647,16 +696,11 @@ fn a_repeated_call_uploads_only_its_pairs_and_creates_nothing() {
         record_bytes(&first),
         "the same call twice"
     );
-    // The call's own data: per drawn target a job (32 bytes) and a view block (144 bytes at
-    // the uniform offset alignment), per view a view block and a batch block (16 bytes,
-    // aligned), the light (32 bytes) and the receipt's word.
-    let align = u64::from(tracer.device().limits().min_uniform_buffer_offset_alignment);
-    let (block, batch) = (
-        144u64.next_multiple_of(align),
-        16u64.next_multiple_of(align),
-    );
+    // The call's own data: per drawn target a target tile (192 bytes), per scene tile 96
+    // bytes, the light (32 bytes) and the receipt's word; fills start at aligned slots, so
+    // up to a dynamic-offset alignment's worth of zeroed slots more per fill.
     let drawn = second.iter().filter(|r| r.box_pixels > 0).count() as u64;
-    let queries = drawn * (32 + block) + views as u64 * (block + batch) + 32 + 4;
+    let queries = drawn * 192 + views as u64 * 96 + 32 + 4;
     println!(
         "{} pairs, {drawn} drawn in {views} views: first call {once}; repeated call \
          {again}, staging writes {}; {queries} bytes of queries",

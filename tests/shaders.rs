@@ -223,50 +223,46 @@ fn cover_field_structs_match_their_rust_twins() {
 
 #[test]
 fn intervis_structs_match_their_rust_twins() {
-    use sightline::intervis::measure::{Batch, Job, Light, ViewBlock};
+    use sightline::intervis::measure::{Light, SceneTile, TargetTile};
     let check = |file: &str, name: &str, size: usize, fields: &[(&str, usize)]| {
         let (s, offsets) = struct_layout(file, name);
         assert_eq!(s, size, "size of {name} in {file}.wgsl");
+        assert_eq!(
+            offsets.len(),
+            fields.len(),
+            "{name} in {file}.wgsl has other fields"
+        );
         for (f, o) in fields {
             assert_eq!(offsets[*f], *o, "offset of {name}.{f} in {file}.wgsl");
         }
     };
-    check(
-        "intervis_render",
-        "ViewBlock",
-        size_of::<ViewBlock>(),
-        &[
-            ("view_proj", offset_of!(ViewBlock, view_proj)),
-            ("model", offset_of!(ViewBlock, model)),
-            ("eye", offset_of!(ViewBlock, eye)),
-        ],
-    );
     let light = [
         ("sun", offset_of!(Light, sun)),
         ("sky", offset_of!(Light, sky)),
-        ("focal", offset_of!(Light, focal)),
-        ("resolution", offset_of!(Light, resolution)),
+        ("_pad", offset_of!(Light, _pad)),
+        ("atlas", offset_of!(Light, atlas)),
     ];
-    check("intervis_render", "Light", size_of::<Light>(), &light);
-    check("intervis_reduce", "Light", size_of::<Light>(), &light);
+    let target = [
+        ("view_proj", offset_of!(TargetTile, view_proj)),
+        ("model", offset_of!(TargetTile, model)),
+        ("eye", offset_of!(TargetTile, eye)),
+        ("rect", offset_of!(TargetTile, rect)),
+        ("origin", offset_of!(TargetTile, origin)),
+        ("info", offset_of!(TargetTile, info)),
+    ];
+    for file in ["intervis_render", "intervis_reduce"] {
+        check(file, "Light", size_of::<Light>(), &light);
+        check(file, "TargetTile", size_of::<TargetTile>(), &target);
+    }
     check(
-        "intervis_reduce",
-        "Job",
-        size_of::<Job>(),
+        "intervis_render",
+        "SceneTile",
+        size_of::<SceneTile>(),
         &[
-            ("x0", offset_of!(Job, x0)),
-            ("y0", offset_of!(Job, y0)),
-            ("x1", offset_of!(Job, x1)),
-            ("y1", offset_of!(Job, y1)),
-            ("record", offset_of!(Job, record)),
-            ("layer", offset_of!(Job, layer)),
+            ("view_proj", offset_of!(SceneTile, view_proj)),
+            ("eye", offset_of!(SceneTile, eye)),
+            ("rect", offset_of!(SceneTile, rect)),
         ],
-    );
-    check(
-        "intervis_reduce",
-        "Batch",
-        size_of::<Batch>(),
-        &[("first", 0)],
     );
 }
 

@@ -2,7 +2,7 @@
 //! (through the engine) and the target (a BVH of its world-space mesh, `trace::cpu::closest`),
 //! classified and shaded exactly as the stencil pass and the reduction do.
 
-use super::{pixel_solid_angle, shade, IntervisParams, PixelBox, Placed, Plan, Sums, View};
+use super::{pixel_solid_angle, scaled, shade, IntervisParams, PixelBox, Placed, Plan, Sums, View};
 use crate::bvh::{Bvh, GpuTriangle};
 use crate::intervis::IntervisRecord;
 use crate::scene::{Scene, Tier};
@@ -66,7 +66,7 @@ pub(super) fn measure(
             .map(|((view, placed, b), hits)| {
                 let tier = &tiers[placed.posture as usize];
                 let sums = reduce_box(view, b, hits, tier, &placed.model, &albedo, params);
-                (placed.pair, sums.finish(b.pixels()))
+                (placed.pair, scaled(sums.finish(b.pixels()), placed.scale))
             })
             .collect();
         for (pair, r) in records {

@@ -1,85 +1,128 @@
-//! The intervis measurement on the GPU: a scene pass per view, a stencil pass per target, a
-//! reduction workgroup per target; only the 48-byte records are read back.
+//! The intervis measurement on the GPU, a batch of pairs in one submission and one wait.
 //!
-//! Textures (reused by every view and target of a call): the view's scene brightness and
-//! depth copy (R32Float) with a Depth32Float attachment, and `layers` target slots, each a
-//! Depth24PlusStencil8 layer plus an R32Float brightness layer. A view's targets go through
-//! the slots in chunks: a render pass per target (scissored to its box), then one compute
-//! dispatch with a workgroup per target of the chunk. Slots per chunk are bounded by the
-//! device's `max_texture_array_layers` and a 256 MiB budget. Work is encoded in groups of at
-//! most `GROUP_JOBS` targets, each with its own job and record buffers, so all groups go into
-//! one command buffer and all groups' records are read back at the end (`pass.rs`:
-//! [`super::IntervisPass`]). The geometry is uploaded once per scene revision and the textures
-//! and buffers are pooled between calls (`resources.rs`).
+//! Two atlases of the same size hold the batch: the *scene atlas* (R32Float brightness,
+//! Depth32Float depth) gets a tile per cluster of one view's targets (the union of their
+//! padded boxes, `atlas.rs`), the *target atlas* (Depth24PlusStencil8, R32Float brightness) a
+//! tile per target (its box). Each tile holds its box's pixels exactly: the tile's matrix is the
+//! view's projection followed by a shift and scale into the atlas ([`atlas_proj`]). When the
+//! tiles of a batch do not fit in one atlas they go in *fills*, each three passes recorded
+//! one after another into the same command buffer:
+//!
+//! 1. a render pass into the scene atlas: one instanced draw clears every scene tile to sky
+//!    and infinite depth, then each tile's culled scene triangles, scissored to the tile;
+//! 2. a render pass into the target atlas: one instanced draw restores the scene depth under
+//!    every target tile and zeroes its stencil, then one instanced draw per posture draws
+//!    every humanoid with the stencil operations of Darken, McCue and Guerrero;
+//! 3. one compute dispatch, a workgroup per target tile, reduces each tile to a record.
+//!
+//! The fill's tiles and records are bound at dynamic offsets; after the last fill the records
+//! are copied to one readback buffer. Only the 48-byte records come back.
 
-use super::{PixelBox, View};
+use super::View;
 use bytemuck::{Pod, Zeroable};
-use glam::{Mat4, Vec3};
+use glam::{DMat4, DVec3, DVec4, Mat4, Vec3};
 
-/// Uniform block of the render passes. Mirrors `struct ViewBlock` in
-/// `shaders/intervis_render.wgsl`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Pod, Zeroable)]
-pub struct ViewBlock {
-    pub view_proj: [[f32; 4]; 4],
-    pub model: [[f32; 4]; 4],
-    pub eye: [f32; 4],
-}
-const _: () = assert!(std::mem::size_of::<ViewBlock>() == 144);
-
-/// Lighting and camera constants. Mirrors `struct Light` in both intervis shaders.
+/// Lighting and atlas constants. Mirrors `struct Light` in both intervis shaders.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 pub struct Light {
     /// xyz: unit direction toward the sun; w: ambient share.
     pub sun: [f32; 4],
     pub sky: f32,
-    pub focal: f32,
-    pub resolution: u32,
     pub _pad: u32,
+    /// Width and height of both atlases, pixels.
+    pub atlas: [f32; 2],
 }
 const _: () = assert!(std::mem::size_of::<Light>() == 32);
 
-/// One target of the reduction. Mirrors `struct Job` in `shaders/intervis_reduce.wgsl`.
+/// A scene tile. Mirrors `struct SceneTile` in `shaders/intervis_render.wgsl`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
-pub struct Job {
-    pub x0: u32,
-    pub y0: u32,
-    pub x1: u32,
-    pub y1: u32,
-    /// Slot in the group's record buffer.
-    pub record: u32,
-    /// Stencil and brightness layer.
-    pub layer: u32,
-    pub _pad: [u32; 2],
+pub struct SceneTile {
+    /// World to scene-atlas clip space.
+    pub view_proj: [[f32; 4]; 4],
+    /// xyz: the eye.
+    pub eye: [f32; 4],
+    /// `[x0, y0, x1, y1]` in atlas pixels.
+    pub rect: [u32; 4],
 }
-const _: () = assert!(std::mem::size_of::<Job>() == 32);
+const _: () = assert!(std::mem::size_of::<SceneTile>() == 96);
 
-/// Per-dispatch uniform. Mirrors `struct Batch` in `shaders/intervis_reduce.wgsl`.
+/// A target tile. Mirrors `struct TargetTile` in both intervis shaders.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
-pub struct Batch {
-    pub first: u32,
-    pub _pad: [u32; 3],
+pub struct TargetTile {
+    /// World to target-atlas clip space.
+    pub view_proj: [[f32; 4]; 4],
+    /// The target's local to world transform.
+    pub model: [[f32; 4]; 4],
+    /// xyz: the eye; w: the focal length of the target's view, pixels.
+    pub eye: [f32; 4],
+    /// `[x0, y0, x1, y1]` in the target atlas.
+    pub rect: [u32; 4],
+    /// xy: the scene-atlas pixel of the tile's first pixel; zw: the view pixel of it.
+    pub origin: [u32; 4],
+    /// x: the view's resolution.
+    pub info: [u32; 4],
 }
+const _: () = assert!(std::mem::size_of::<TargetTile>() == 192);
 
 pub(super) const SCENE_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::R32Float;
 pub(super) const Z_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
 pub(super) const STENCIL_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth24PlusStencil8;
-/// Texture memory the target slots may use.
-pub(super) const TEXTURE_BUDGET: u64 = 256 << 20;
-/// Targets per submission (each has its own job and record buffers).
-pub(super) const GROUP_JOBS: usize = 4096;
 /// Scene triangles per frustum-culling block.
 pub(super) const CULL_BLOCK: usize = 256;
 /// Stencil reference of a target fragment that passes the depth test (Darken, McCue and Guerrero).
 pub(super) const TARGET_ID: u32 = 127;
 
+/// World to atlas clip space for `view`'s pixel `box_origin` placed at atlas pixel
+/// `tile_origin` of an atlas `atlas` pixels square: the view's projection (reversed infinite Z,
+/// depth `NEAR / z`) followed by `x' = x r / W + w ((r + 2 dx) / W - 1)`, `y' = y r / W +
+/// w (1 - (r + 2 dy) / W)` with `d = tile_origin - box_origin`. Computed in f64.
+pub(super) fn atlas_proj(
+    view: &View,
+    box_origin: [u32; 2],
+    tile_origin: [u32; 2],
+    atlas: u32,
+) -> Mat4 {
+    let d = |v: Vec3| DVec3::new(f64::from(v.x), f64::from(v.y), f64::from(v.z));
+    let (r, u, f, e) = (d(view.right), d(view.up), d(view.forward), d(view.eye));
+    let view_m = DMat4::from_cols(
+        DVec4::new(r.x, u.x, -f.x, 0.0),
+        DVec4::new(r.y, u.y, -f.y, 0.0),
+        DVec4::new(r.z, u.z, -f.z, 0.0),
+        DVec4::new(-r.dot(e), -u.dot(e), f.dot(e), 1.0),
+    );
+    let res = f64::from(view.resolution);
+    let s = 2.0 * f64::from(view.focal) / res;
+    let near = f64::from(super::NEAR);
+    let proj = DMat4::from_cols(
+        DVec4::new(s, 0.0, 0.0, 0.0),
+        DVec4::new(0.0, s, 0.0, 0.0),
+        DVec4::new(0.0, 0.0, 0.0, -1.0),
+        DVec4::new(0.0, 0.0, near, 0.0),
+    );
+    let w = f64::from(atlas);
+    let dx = f64::from(tile_origin[0]) - f64::from(box_origin[0]);
+    let dy = f64::from(tile_origin[1]) - f64::from(box_origin[1]);
+    let to_atlas = DMat4::from_cols(
+        DVec4::new(res / w, 0.0, 0.0, 0.0),
+        DVec4::new(0.0, res / w, 0.0, 0.0),
+        DVec4::new(0.0, 0.0, 1.0, 0.0),
+        DVec4::new(
+            (res + 2.0 * dx) / w - 1.0,
+            1.0 - (res + 2.0 * dy) / w,
+            0.0,
+            1.0,
+        ),
+    );
+    (to_atlas * proj * view_m).as_mat4()
+}
+
 /// Whether the world box `lo..hi` may reach into the part of `view`'s frustum behind the
 /// pixel rectangle `px` (conservative: each of the four side planes and the near plane is
 /// tested against the box's farthest corner along its normal; the rectangle grows by a pixel).
-pub(super) fn in_frustum(view: &View, px: PixelBox, lo: Vec3, hi: Vec3) -> bool {
+pub(super) fn in_frustum(view: &View, px: super::PixelBox, lo: Vec3, hi: Vec3) -> bool {
     let c = view.resolution as f32 * 0.5;
     let a = |x: u32, grow: f32| (x as f32 + grow - c) / view.focal;
     let (f, r, u) = (view.forward, view.right, view.up);
@@ -94,32 +137,4 @@ pub(super) fn in_frustum(view: &View, px: PixelBox, lo: Vec3, hi: Vec3) -> bool 
         let corner = Vec3::select(n.cmpge(Vec3::ZERO), hi, lo);
         (corner - view.eye).dot(n) + d >= 0.0
     })
-}
-
-pub(super) fn view_block(view: &View, model: Mat4) -> ViewBlock {
-    ViewBlock {
-        view_proj: view.view_proj().to_cols_array_2d(),
-        model: model.to_cols_array_2d(),
-        eye: view.eye.extend(0.0).into(),
-    }
-}
-
-pub(super) fn clear_attachment(
-    view: &wgpu::TextureView,
-    value: f64,
-) -> wgpu::RenderPassColorAttachment<'_> {
-    wgpu::RenderPassColorAttachment {
-        view,
-        depth_slice: None,
-        resolve_target: None,
-        ops: wgpu::Operations {
-            load: wgpu::LoadOp::Clear(wgpu::Color {
-                r: value,
-                g: 0.0,
-                b: 0.0,
-                a: 1.0,
-            }),
-            store: wgpu::StoreOp::Store,
-        },
-    }
 }

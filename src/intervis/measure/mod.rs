@@ -50,6 +50,7 @@
 //!   every pixel centre of every box: the scene through [`Engine::closest_hit`], the target
 //!   through its own small BVH with the watertight test of `trace::cpu`.
 
+mod atlas;
 mod cpu;
 mod encode;
 mod gpu;
@@ -60,7 +61,7 @@ mod resources;
 
 /// WGSL layout mirrors, for the layout tests; not part of the API.
 #[doc(hidden)]
-pub use gpu::{Batch, Job, Light, ViewBlock};
+pub use gpu::{Light, SceneTile, TargetTile};
 pub use humanoid::humanoid;
 pub use pass::IntervisPass;
 
@@ -68,7 +69,7 @@ use super::IntervisRecord;
 use crate::agent::Posture;
 use crate::scene::{Mask, Mesh, Scene};
 use crate::{Engine, Error, Result};
-use glam::{Affine3A, Mat4, Quat, Vec2, Vec3, Vec4};
+use glam::{Affine3A, Quat, Vec2, Vec3};
 
 /// Near plane of every view (metres): surfaces closer to the eye are not drawn.
 pub const NEAR: f32 = 0.05;
@@ -102,7 +103,28 @@ pub struct IntervisParams {
     /// check passes [`Mask::FIRE`] (being shot at: glass hides nothing from sight but stops
     /// rounds, foliage the other way round).
     pub mask: Mask,
+    /// Most pixels one target's padded box is measured with. Default 16,384 (a 128 x 128
+    /// box). A target whose box at `resolution` would hold more (it stands close, or crosses
+    /// the near plane), or whose box is wider or taller than [`MAX_BOX_SIDE`], is measured in
+    /// its own view of the same direction at the largest lower resolution whose box fits, and
+    /// its pixel counts (`exposed`, `occluded`, `background`, `box_pixels`) are scaled back by
+    /// the ratio of pixel areas, so they stay in pixels of `resolution`; brightness, contrast,
+    /// occlusion and solid angle need no scaling. A record with `box_pixels` over the budget
+    /// was measured so. The cap bounds the cost of a pair on both backends; the error it brings
+    /// is stated at [`MAX_BOX_PIXELS_ERROR`]. Set it to `resolution^2` (or more) for the
+    /// uncapped measurement. 256..=16,777,216.
+    pub max_box_pixels: u32,
 }
+
+/// Largest side, in pixels, of a box measured at full resolution (see
+/// [`IntervisParams::max_box_pixels`]): the GPU's atlas tiles never exceed it.
+pub const MAX_BOX_SIDE: u32 = 2048;
+
+/// The error the pixel budget ([`IntervisParams::max_box_pixels`], default) brings, against
+/// the uncapped measurement of the same pair, as the tests check it on `urban` and
+/// `dungeon.obj` for capped pairs with at least 100 exposed pixels: `exposed` within this share
+/// (plus 2 pixels of the coarse view, scaled), occlusion and contrast within this (absolute).
+pub const MAX_BOX_PIXELS_ERROR: f32 = 0.05;
 
 impl IntervisParams {
     /// The defaults (see each field).
@@ -118,13 +140,19 @@ impl IntervisParams {
             padding: 0.1,
             target_height: 1.8,
             mask: Mask::SIGHT,
+            max_box_pixels: 16_384,
         }
     }
 
     /// Focal length in pixels.
     fn focal(&self) -> f32 {
-        self.resolution as f32 * 0.5 / (self.fov_degrees.to_radians() * 0.5).tan()
+        focal(self.resolution, self.fov_degrees)
     }
+}
+
+/// Focal length in pixels of a square view `resolution` pixels wide spanning `fov_degrees`.
+fn focal(resolution: u32, fov_degrees: f32) -> f32 {
+    resolution as f32 * 0.5 / (fov_degrees.to_radians() * 0.5).tan()
 }
 
 impl Default for IntervisParams {
@@ -233,6 +261,13 @@ fn validate(pairs: &[IntervisPair], p: &IntervisParams) -> Result<()> {
             p.padding
         ));
     }
+    if !(256..=1 << 24).contains(&p.max_box_pixels) {
+        return bad(format!(
+            "max_box_pixels {} must be 256..=16777216 (default 16384; resolution^2 measures \
+             every box whole)",
+            p.max_box_pixels
+        ));
+    }
     if !(p.target_height.is_finite() && p.target_height > 0.0) {
         return bad(format!(
             "target_height {} must be a positive number of metres (default 1.8)",
@@ -306,25 +341,6 @@ impl View {
         let dir = self.forward + self.right * a - self.up * b;
         (self.eye + dir * NEAR, dir)
     }
-
-    /// Projection times view (wgpu clip space, reversed infinite Z: depth `NEAR / z`).
-    pub fn view_proj(&self) -> Mat4 {
-        let (r, u, f, e) = (self.right, self.up, self.forward, self.eye);
-        let view = Mat4::from_cols(
-            Vec4::new(r.x, u.x, -f.x, 0.0),
-            Vec4::new(r.y, u.y, -f.y, 0.0),
-            Vec4::new(r.z, u.z, -f.z, 0.0),
-            Vec4::new(-r.dot(e), -u.dot(e), f.dot(e), 1.0),
-        );
-        let s = 2.0 * self.focal / self.resolution as f32;
-        let proj = Mat4::from_cols(
-            Vec4::new(s, 0.0, 0.0, 0.0),
-            Vec4::new(0.0, s, 0.0, 0.0),
-            Vec4::new(0.0, 0.0, 0.0, -1.0),
-            Vec4::new(0.0, 0.0, NEAR, 0.0),
-        );
-        proj * view
-    }
 }
 
 /// Pixel box `[x0, x1) x [y0, y1)`.
@@ -352,6 +368,9 @@ pub(crate) struct Placed {
     pub model: Affine3A,
     /// The padded box; `None` when no pixel centre falls on the target's bounds.
     pub bbox: Option<PixelBox>,
+    /// Pixels of `resolution` one pixel of this view stands for: 1, or more for a target
+    /// measured at a lower resolution under the pixel budget.
+    pub scale: f32,
 }
 
 /// The views of one call and the targets each harvests.
@@ -380,59 +399,126 @@ impl Plan {
                 )
             })
         });
-        // Pairs grouped by observer (bit-exact eyes), in order of first appearance.
-        let mut groups: Vec<(Vec3, Vec<usize>)> = Vec::new();
-        let mut index = std::collections::HashMap::new();
-        for (i, q) in pairs.iter().enumerate() {
-            let key = q.observer.to_array().map(f32::to_bits);
-            let g = *index.entry(key).or_insert_with(|| {
-                groups.push((q.observer, Vec::new()));
-                groups.len() - 1
-            });
-            groups[g].1.push(i);
+        let mut plan = Plan {
+            meshes,
+            views: Vec::new(),
+        };
+        for (eye, members) in by_observer(pairs) {
+            plan.place_group(pairs, params, &corners, eye, &members);
         }
-        let mut views = Vec::new();
-        for (eye, members) in groups {
-            let models: Vec<Affine3A> = members
-                .iter()
-                .map(|&i| target_transform(&pairs[i]))
-                .collect();
-            let mut placed = vec![false; members.len()];
-            for first in 0..members.len() {
-                if placed[first] {
+        plan
+    }
+
+    /// Covers one observer's targets with views (see the module docs, step 1); a target over
+    /// the pixel budget gets a view of its own at a lower resolution.
+    fn place_group(
+        &mut self,
+        pairs: &[IntervisPair],
+        params: &IntervisParams,
+        corners: &[[Vec3; 8]; 3],
+        eye: Vec3,
+        members: &[usize],
+    ) {
+        let models: Vec<Affine3A> = members
+            .iter()
+            .map(|&i| target_transform(&pairs[i]))
+            .collect();
+        let mut placed = vec![false; members.len()];
+        for first in 0..members.len() {
+            if placed[first] {
+                continue;
+            }
+            let p = &pairs[members[first]];
+            let centre = world_centre(&corners[p.posture as usize], &models[first]);
+            let view = View::looking_at(eye, centre, params);
+            let mut harvested = Vec::new();
+            for k in first..members.len() {
+                let q = &pairs[members[k]];
+                if placed[k]
+                    || k != first && !fits(&view, &corners[q.posture as usize], &models[k], params)
+                {
                     continue;
                 }
-                let p = &pairs[members[first]];
-                let mesh = &meshes[p.posture as usize];
-                let centre = world_centre(&corners[p.posture as usize], &models[first]);
-                let view = View::looking_at(eye, centre, params);
-                let mut harvested = Vec::new();
-                for k in first..members.len() {
-                    if placed[k] {
-                        continue;
+                placed[k] = true;
+                let mesh = &self.meshes[q.posture as usize];
+                let mut t = Placed {
+                    pair: members[k],
+                    posture: q.posture,
+                    model: models[k],
+                    bbox: target_box(&view, mesh, &models[k], params),
+                    scale: 1.0,
+                };
+                match t.bbox.filter(|b| over_budget(b, params)) {
+                    Some(_) => {
+                        let coarse = capped(&view, mesh, &mut t, params);
+                        self.views.push((coarse, vec![t]));
                     }
-                    let q = &pairs[members[k]];
-                    if k != first && !fits(&view, &corners[q.posture as usize], &models[k], params)
-                    {
-                        continue;
-                    }
-                    placed[k] = true;
-                    let mesh_k = if k == first {
-                        mesh
-                    } else {
-                        &meshes[q.posture as usize]
-                    };
-                    harvested.push(Placed {
-                        pair: members[k],
-                        posture: q.posture,
-                        model: models[k],
-                        bbox: target_box(&view, mesh_k, &models[k], params),
-                    });
+                    None => harvested.push(t),
                 }
-                views.push((view, harvested));
+            }
+            if !harvested.is_empty() {
+                self.views.push((view, harvested));
             }
         }
-        Plan { meshes, views }
+    }
+}
+
+/// Pairs grouped by observer (bit-exact eyes), in order of first appearance.
+fn by_observer(pairs: &[IntervisPair]) -> Vec<(Vec3, Vec<usize>)> {
+    let mut groups: Vec<(Vec3, Vec<usize>)> = Vec::new();
+    let mut index = std::collections::HashMap::new();
+    for (i, q) in pairs.iter().enumerate() {
+        let key = q.observer.to_array().map(f32::to_bits);
+        let g = *index.entry(key).or_insert_with(|| {
+            groups.push((q.observer, Vec::new()));
+            groups.len() - 1
+        });
+        groups[g].1.push(i);
+    }
+    groups
+}
+
+fn over_budget(b: &PixelBox, params: &IntervisParams) -> bool {
+    b.pixels() > params.max_box_pixels || b.x1 - b.x0 > MAX_BOX_SIDE || b.y1 - b.y0 > MAX_BOX_SIDE
+}
+
+/// `view` at the largest lower resolution where `t`'s box keeps to the budget; sets `t`'s box
+/// and scale for it.
+fn capped(view: &View, mesh: &Mesh, t: &mut Placed, params: &IntervisParams) -> View {
+    let full = t.bbox.map_or(1, |b| b.pixels()) as f32;
+    let mut res = ((view.resolution as f32 * (params.max_box_pixels as f32 / full).sqrt()) as u32)
+        .clamp(1, view.resolution - 1);
+    loop {
+        let coarse = View {
+            focal: focal(res, params.fov_degrees),
+            resolution: res,
+            ..*view
+        };
+        let bbox = target_box(&coarse, mesh, &t.model, params);
+        if res == 1 || bbox.is_none_or(|b| !over_budget(&b, params)) {
+            let ratio = view.resolution as f32 / res as f32;
+            (t.bbox, t.scale) = (bbox, ratio * ratio);
+            return coarse;
+        }
+        res -= (res / 32).max(1);
+    }
+}
+
+/// `r` measured with pixels standing for `scale` pixels of the full resolution: the counts
+/// scaled back (rounded; background is the box less the exposed pixels, as it is unscaled).
+pub(crate) fn scaled(r: IntervisRecord, scale: f32) -> IntervisRecord {
+    if scale == 1.0 {
+        return r;
+    }
+    let up = |n: u32| (f64::from(n) * f64::from(scale)).round() as u32;
+    let (exposed, box_pixels) = (up(r.exposed), up(r.box_pixels));
+    let background = box_pixels - exposed.min(box_pixels);
+    IntervisRecord {
+        exposed,
+        occluded: up(r.occluded).min(background),
+        background,
+        box_pixels,
+        ..r
     }
 }
 

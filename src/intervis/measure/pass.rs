@@ -1,23 +1,21 @@
 //! [`IntervisPass`]: the GPU measurement (see `gpu.rs`) as a value. `prepare` plans the views,
 //! takes the geometry (uploaded once per scene revision, `resources.rs`) and a pooled
-//! workspace of textures and buffers, writes every group's uniforms and jobs into it, and
-//! culls the scene per view; `encode` replays the passes into any command encoder (never
-//! blocks); `read` waits for the caller's submission and scatters the records.
+//! workspace of atlases and buffers, lays the targets out in atlas fills (`atlas.rs`: tiles,
+//! matrices, culled scene draws) and writes the tiles into the workspace; `encode` replays the
+//! passes into any command encoder (never blocks); `read` waits for the caller's submission
+//! and scatters the records.
 
-use super::encode::{chunks, Chunk};
-use super::gpu::{view_block, Batch, Job, Light, ViewBlock, GROUP_JOBS, TEXTURE_BUDGET};
+use super::atlas::{self, Fill, Layout};
+use super::gpu::{Light, SceneTile, TargetTile};
 use super::pipelines::Kit;
-use super::resources::{Geometry, GroupNeeds, IntervisCache, Needs, Workspace};
-use super::{validate, IntervisPair, IntervisParams, PixelBox, Plan, Sums};
-use crate::agent::Posture;
+use super::resources::{Geometry, IntervisCache, Needs, Workspace};
+use super::{scaled, validate, IntervisPair, IntervisParams, Plan, Sums};
 use crate::gpu::GpuTracer;
 use crate::intervis::IntervisRecord;
 use crate::pool::{Copies, Write};
 use crate::receipt::Receipt;
 use crate::scene::Scene;
 use crate::{Error, Result};
-use glam::Mat4;
-use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -29,53 +27,29 @@ pub(super) const OP: &str = "intervis";
 ///
 /// [`super::measure`] prepares, encodes, submits and reads in one call on a GPU engine; a
 /// renderer can instead [`IntervisPass::encode`] into its own encoder, submit it with its
-/// frame, and [`IntervisPass::read`] afterwards. Groups of targets keep their own job and
-/// record buffers, so the whole batch fits in one command buffer. A batch where no target
+/// frame, and [`IntervisPass::read`] afterwards. The whole batch is one command buffer's work
+/// (a few render passes and dispatches, however many pairs) and one readback. A batch where no target
 /// lands in a view (or no pairs) gives a pass whose `encode` records nothing; `read` still
 /// returns a record per pair.
 ///
 /// The scene triangles and posture meshes are uploaded once per scene revision, mask and
 /// target and kept by the tracer; the textures and buffers come from a pool the pass gives
 /// them back to when it is dropped (a pass encoded but never read frees them instead), so
-/// repeated calls of the same sizes upload only their jobs and view blocks and create
-/// nothing.
+/// repeated calls of the same sizes upload only their tiles and create nothing.
 pub struct IntervisPass {
     /// Number of pairs.
     len: usize,
-    /// The pair each job (target with a box, view by view) measures.
-    job_pairs: Vec<usize>,
+    /// The pair and pixel scale of each target slot (`None`: an alignment gap).
+    slots: Vec<Option<(usize, f32)>>,
     work: Option<Work>,
     receipt: Receipt,
-}
-
-/// A job: a target with a box, and its view.
-#[derive(Clone, Copy)]
-pub(super) struct Target {
-    pub view: usize,
-    pub bbox: PixelBox,
-    pub posture: Posture,
-    pub model: Mat4,
-}
-
-/// Chunks up to `GROUP_JOBS` jobs, with their own uniforms, jobs and records (the
-/// workspace's group of the same index).
-pub(super) struct Group {
-    pub chunks: Range<usize>,
-    /// Bytes of the group's records.
-    pub bytes: u64,
-    pub first_job: usize,
 }
 
 /// The GPU side of a pass.
 pub(super) struct Work {
     pub geometry: Geometry,
-    pub targets: Vec<Target>,
-    pub chunks: Vec<Chunk>,
-    pub groups: Vec<Group>,
-    pub stride: u64,
-    pub batch_stride: u64,
-    pub sky: f64,
-    /// Target slots in use (the workspace may hold more).
+    pub fills: Vec<Fill>,
+    /// Target slots in use (records to read back).
     pub slots: usize,
     pub copies: Copies,
     /// Taken from `cache`'s pool at prepare, given back on drop unless `unread`.
@@ -98,13 +72,6 @@ impl Drop for Work {
     }
 }
 
-/// One group's per-call data: view blocks and batch blocks at their strides, and jobs.
-struct GroupData {
-    blocks: Vec<u8>,
-    batches: Vec<u8>,
-    jobs: Vec<Job>,
-}
-
 impl IntervisPass {
     /// Validates `pairs` and `params`, plans the views, uploads the scene triangles of
     /// `params.mask` and the target meshes unless they are on the GPU already, writes every
@@ -125,54 +92,57 @@ impl IntervisPass {
             )));
         }
         let plan = Plan::new(pairs, params);
-        // Jobs: targets with a box, view by view.
-        let mut targets = Vec::new();
-        let mut job_pairs = Vec::new();
-        for (v, (_, placed)) in plan.views.iter().enumerate() {
-            for t in placed {
-                if let Some(bbox) = t.bbox {
-                    job_pairs.push(t.pair);
-                    targets.push(Target {
-                        view: v,
-                        bbox,
-                        posture: t.posture,
-                        model: Mat4::from(t.model),
-                    });
-                }
-            }
+        let empty = |slots| IntervisPass {
+            len: pairs.len(),
+            slots,
+            work: None,
+            receipt: Receipt::empty(),
+        };
+        let clusters = atlas::clusters(&plan, limits.max_texture_dimension_2d);
+        if clusters.is_empty() {
+            return Ok(empty(Vec::new()));
         }
-        if targets.is_empty() {
-            return Ok(IntervisPass {
-                len: pairs.len(),
-                job_pairs,
-                work: None,
-                receipt: Receipt::empty(),
-            });
-        }
+        let side = atlas::atlas_side(&clusters, limits.max_texture_dimension_2d)?;
         let t0 = std::time::Instant::now();
         tracer.check_lost()?;
         let cache = tracer.cached_pool(|_| IntervisCache::default());
         let geometry = cache.geometry(tracer, scene, &plan, params)?;
-        let (work, receipt) = crate::pool::checked_build(
+        let kit = tracer.cached(Kit::new);
+        let (space, receipt) = crate::pool::checked_build(
             tracer,
             "intervis",
-            "lower the resolution or pass fewer pairs",
-            || Work::new(tracer, cache, geometry, &plan, targets, params),
+            "lower the resolution, max_box_pixels or the number of pairs",
+            || {
+                let space = Workspace::take(tracer, &cache.pool, side);
+                let receipt = Receipt::new(&space.receipt);
+                (space, receipt)
+            },
+        )?;
+        let align = slot_align(limits.min_storage_buffer_offset_alignment);
+        let layout = atlas::layout(clusters, space.side(), &geometry, align)?;
+        let (work, slots) = crate::pool::checked_build(
+            tracer,
+            "intervis",
+            "lower the resolution, max_box_pixels or the number of pairs",
+            || {
+                Work::new(
+                    tracer, &kit, cache, geometry, space, &receipt, layout, params,
+                )
+            },
         )??;
         log::debug!(
-            "intervis pass prepared: {} pairs, {} views, {} targets drawn, {} scene \
-             triangles, {} slots of {}^2: {:?}",
+            "intervis pass prepared: {} pairs, {} views, {} targets drawn in {} fills of a \
+             {side}^2 atlas, {} scene triangles: {:?}",
             pairs.len(),
             plan.views.len(),
-            job_pairs.len(),
-            work.geometry.scene_triangles(),
             work.slots,
-            params.resolution,
+            work.fills.len(),
+            work.geometry.scene_triangles(),
             t0.elapsed()
         );
         Ok(IntervisPass {
             len: pairs.len(),
-            job_pairs,
+            slots,
             work: Some(work),
             receipt,
         })
@@ -190,16 +160,23 @@ impl IntervisPass {
         self.len == 0
     }
 
-    /// Views the pass renders (each draws the scene once); 0 when no target needs drawing.
+    /// Scene tiles the pass renders (each draws the scene once for one view's nearby
+    /// targets); 0 when no target needs drawing.
     #[must_use]
     pub fn views(&self) -> usize {
         self.work
             .as_ref()
-            .map_or(0, |w| w.chunks.iter().filter(|c| c.scene.is_some()).count())
+            .map_or(0, |w| w.fills.iter().map(|f| f.scissors.len()).sum())
     }
 
-    /// Records every group's scene, stencil and reduction passes and the copies to the
-    /// readback buffers into `encoder`; nothing when no target needs drawing. Never blocks.
+    /// Fills of the atlases the pass renders (each two render passes and one dispatch).
+    #[must_use]
+    pub fn fills(&self) -> usize {
+        self.work.as_ref().map_or(0, |w| w.fills.len())
+    }
+
+    /// Records every fill's scene, stencil and reduction passes and the copy to the readback
+    /// buffer into `encoder`; nothing when no target needs drawing. Never blocks.
     /// `tracer` must be the one the pass was prepared on.
     pub fn encode(&self, tracer: &GpuTracer, encoder: &mut wgpu::CommandEncoder) {
         if let Some(w) = &self.work {
@@ -222,32 +199,32 @@ impl IntervisPass {
         let Some(w) = &self.work else {
             return Ok(out);
         };
-        let readbacks = w.readbacks();
+        let (readback, bytes) = w.readback();
         let receipt = self.receipt.buffer().map(|b| (b, 4));
         crate::gpu::map_read_ranges(
             tracer,
             OP,
-            readbacks.iter().copied().chain(receipt),
+            std::iter::once((readback, bytes)).chain(receipt),
             None,
             "the intervis records",
         )?;
         if let Err(e) = self.receipt.check_submitted(WHAT) {
-            readbacks.iter().for_each(|(b, _)| b.unmap());
+            readback.unmap();
             return Err(e);
         }
-        let mut result = Ok(());
-        for ((b, bytes), g) in readbacks.into_iter().zip(&w.groups) {
-            match b.get_mapped_range(..bytes) {
-                Ok(view) => {
-                    let recs: &[IntervisRecord] = bytemuck::cast_slice(&view);
-                    for (k, rec) in recs.iter().enumerate() {
-                        out[self.job_pairs[g.first_job + k]] = *rec;
+        let result = match readback.get_mapped_range(..bytes) {
+            Ok(view) => {
+                let recs: &[IntervisRecord] = bytemuck::cast_slice(&view);
+                for (slot, rec) in self.slots.iter().zip(recs) {
+                    if let Some((pair, scale)) = *slot {
+                        out[pair] = scaled(*rec, scale);
                     }
                 }
-                Err(e) => result = Err(Error::Gpu(e.to_string())),
+                Ok(())
             }
-            b.unmap();
-        }
+            Err(e) => Err(Error::Gpu(e.to_string())),
+        };
+        readback.unmap();
         if result.is_ok() {
             w.unread.store(false, Ordering::Relaxed);
         }
@@ -267,173 +244,92 @@ impl IntervisPass {
 }
 
 impl Work {
-    /// Takes a workspace for the call's sizes, writes the light, every group's view blocks,
-    /// batches and jobs and the receipt word into it, and binds them.
+    /// Fits `space` to the layout, writes the light, tiles and receipt word into it.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         tracer: &GpuTracer,
+        kit: &Kit,
         cache: Arc<IntervisCache>,
         geometry: Geometry,
-        plan: &Plan,
-        targets: Vec<Target>,
+        mut space: Workspace,
+        receipt: &Receipt,
+        layout: Layout,
         params: &IntervisParams,
-    ) -> Result<(Work, Receipt)> {
-        let limits = tracer.device().limits();
-        let res = params.resolution;
-        let layer_bytes = u64::from(res) * u64::from(res) * 8;
-        let slots = (limits.max_texture_array_layers as usize)
-            .min((TEXTURE_BUDGET / layer_bytes) as usize)
-            .min(targets.len())
-            .max(1);
-        let chunks = chunks(plan, &geometry, &targets, slots);
-        let align = u64::from(limits.min_uniform_buffer_offset_alignment);
-        let (stride, batch_stride) = (
-            144u64.next_multiple_of(align),
-            16u64.next_multiple_of(align),
-        );
-        let ranges = group_ranges(&chunks);
-        let data: Vec<GroupData> = (ranges.iter())
-            .map(|r| group_data(plan, &targets, &chunks[r.clone()], stride, batch_stride))
-            .collect();
-        let groups = (ranges.into_iter().zip(&data))
-            .map(|(r, d)| Group {
-                first_job: chunks[r.start].jobs.start,
-                chunks: r,
-                bytes: (d.jobs.len() * size_of::<IntervisRecord>()) as u64,
-            })
-            .collect();
+    ) -> Result<(Work, Vec<Option<(usize, f32)>>)> {
+        let window = (layout.fills.iter())
+            .map(|f| f.tiles.len().max(f.targets.len()))
+            .max()
+            .unwrap_or(1);
+        let last = layout.fills.last().expect("a layout has fills");
         let needs = Needs {
-            res,
-            slots: slots as u32,
-            groups: (data.iter())
-                .map(|d| GroupNeeds {
-                    view_blocks: d.blocks.len() as u64,
-                    batches: d.batches.len() as u64,
-                    jobs: d.jobs.len(),
-                })
-                .collect(),
+            window,
+            last_tiles: last.tiles.start,
+            last_targets: last.targets.start,
+            targets: layout.targets.len(),
         };
-        let mut space = Workspace::take(tracer, &cache.pool, &tracer.cached(Kit::new), &needs);
-        let receipt = Receipt::new(&space.receipt);
-        let copies = upload(tracer, &mut space, &receipt, &data, params)?;
+        space.fit(tracer, kit, &needs);
+        let light = Light {
+            sun: params.sun.normalize().extend(params.ambient).into(),
+            sky: params.sky,
+            _pad: 0,
+            atlas: [space.side() as f32; 2],
+        };
+        let word = receipt.word();
+        let mut writes = vec![
+            Write::at_start(space.light.buffer(), bytemuck::bytes_of(&light)),
+            Write::at_start(
+                space.scene_tiles.buffer(),
+                bytemuck::cast_slice(&layout.scene_tiles),
+            ),
+            Write::at_start(
+                space.targets.buffer(),
+                bytemuck::cast_slice(&layout.targets),
+            ),
+        ];
+        writes.extend(receipt.stamp_source().map(|b| Write::at_start(b, &word)));
+        let copies = space.staging.write(tracer, OP, &writes)?;
         let work = Work {
             geometry,
-            targets,
-            chunks,
-            groups,
-            stride,
-            batch_stride,
-            sky: f64::from(params.sky),
-            slots,
+            fills: layout.fills,
+            slots: layout.slots.len(),
             copies,
             space: Some(space),
             cache,
             unread: AtomicBool::new(false),
         };
-        Ok((work, receipt))
+        Ok((work, layout.slots))
     }
 
-    /// Each group's record readback and the bytes of records it holds.
-    fn readbacks(&self) -> Vec<(&wgpu::Buffer, u64)> {
-        let Some(space) = &self.space else {
-            return Vec::new();
-        };
-        (space.groups.iter().zip(&self.groups))
-            .map(|(b, g)| (b.readback.buffer(), g.bytes))
-            .collect()
+    /// The records' readback buffer and the bytes of records it holds.
+    fn readback(&self) -> (&wgpu::Buffer, u64) {
+        let space = self
+            .space
+            .as_ref()
+            .expect("a pass's work holds its workspace");
+        let bytes = (self.slots * size_of::<IntervisRecord>()) as u64;
+        (space.readback.buffer(), bytes)
     }
 }
 
-/// Writes the call's light, groups' data and receipt word into `space`'s buffers.
-fn upload(
-    tracer: &GpuTracer,
-    space: &mut Workspace,
-    receipt: &Receipt,
-    data: &[GroupData],
-    params: &IntervisParams,
-) -> Result<Copies> {
-    let light = Light {
-        sun: params.sun.normalize().extend(params.ambient).into(),
-        sky: params.sky,
-        focal: params.focal(),
-        resolution: params.resolution,
-        _pad: 0,
-    };
-    let word = receipt.word();
-    let mut writes = vec![Write::at_start(
-        space.light.buffer(),
-        bytemuck::bytes_of(&light),
-    )];
-    for (g, d) in space.groups.iter().zip(data) {
-        writes.push(Write::at_start(g.view_blocks(), &d.blocks));
-        writes.push(Write::at_start(g.batches(), &d.batches));
-        writes.push(Write::at_start(g.jobs(), bytemuck::cast_slice(&d.jobs)));
-    }
-    writes.extend(receipt.stamp_source().map(|b| Write::at_start(b, &word)));
-    space.staging.write(tracer, OP, &writes)
+/// Slots a dynamic offset steps by: the fewest whose bytes are a multiple of `alignment` for
+/// scene tiles, target tiles and records alike.
+fn slot_align(alignment: u32) -> usize {
+    let alignment = alignment.max(1) as usize;
+    [
+        size_of::<SceneTile>(),
+        size_of::<TargetTile>(),
+        size_of::<IntervisRecord>(),
+    ]
+    .iter()
+    .map(|&size| alignment / gcd(alignment, size))
+    .max()
+    .unwrap_or(1)
 }
 
-/// Chunks in groups of at most `GROUP_JOBS` jobs (a chunk with more is a group of its own).
-fn group_ranges(chunks: &[Chunk]) -> Vec<Range<usize>> {
-    let mut out = Vec::new();
-    let mut c = 0;
-    while c < chunks.len() {
-        let first_job = chunks[c].jobs.start;
-        let mut end = c;
-        while end < chunks.len() && (end == c || chunks[end].jobs.end - first_job <= GROUP_JOBS) {
-            end += 1;
-        }
-        out.push(c..end);
-        c = end;
-    }
-    out
-}
-
-/// A group's uniform slots (each chunk's view when it renders it, then every target) and jobs,
-/// and a batch block per chunk.
-fn group_data(
-    plan: &Plan,
-    targets: &[Target],
-    group: &[Chunk],
-    stride: u64,
-    batch_stride: u64,
-) -> GroupData {
-    let first_job = group[0].jobs.start;
-    let mut blocks: Vec<ViewBlock> = Vec::new();
-    let mut jobs: Vec<Job> = Vec::new();
-    for ch in group {
-        let view = &plan.views[targets[ch.jobs.start].view].0;
-        if ch.scene.is_some() {
-            blocks.push(view_block(view, Mat4::IDENTITY));
-        }
-        for (slot, t) in targets[ch.jobs.clone()].iter().enumerate() {
-            let b = t.bbox;
-            jobs.push(Job {
-                x0: b.x0,
-                y0: b.y0,
-                x1: b.x1,
-                y1: b.y1,
-                record: jobs.len() as u32,
-                layer: slot as u32,
-                _pad: [0; 2],
-            });
-            blocks.push(view_block(view, t.model));
-        }
-    }
-    let mut padded = vec![0u8; blocks.len() * stride as usize];
-    for (i, b) in blocks.iter().enumerate() {
-        padded[i * stride as usize..][..144].copy_from_slice(bytemuck::bytes_of(b));
-    }
-    let mut batches = vec![0u8; group.len() * batch_stride as usize];
-    for (i, ch) in group.iter().enumerate() {
-        let b = Batch {
-            first: (ch.jobs.start - first_job) as u32,
-            _pad: [0; 3],
-        };
-        batches[i * batch_stride as usize..][..16].copy_from_slice(bytemuck::bytes_of(&b));
-    }
-    GroupData {
-        blocks: padded,
-        batches,
-        jobs,
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }

@@ -1,18 +1,70 @@
-//! The intervis pipelines (scene pass, depth restore, target stencil pass, reduction) and
-//! their layouts, built once per device and kept by [`crate::gpu::GpuTracer::cached`].
+//! The intervis pipelines (scene tile clear, scene, depth restore, target stencil, reduction)
+//! and their layouts, built once per device and kept by [`crate::gpu::GpuTracer::cached`].
 
-use super::gpu::{SCENE_FORMAT, STENCIL_FORMAT, Z_FORMAT};
+use super::gpu::{SceneTile, TargetTile, SCENE_FORMAT, STENCIL_FORMAT, Z_FORMAT};
+use crate::intervis::IntervisRecord;
 use std::num::NonZeroU64;
 
 /// Pipelines and layouts, built once per device.
 pub(super) struct Kit {
+    /// Group 0 of the render passes: the light, the fill's scene tiles and target tiles.
     pub(super) render_layout: wgpu::BindGroupLayout,
+    /// Group 1 of the target pass: the scene atlas' depth.
     pub(super) depth_layout: wgpu::BindGroupLayout,
+    pub(super) clear: wgpu::RenderPipeline,
     pub(super) scene: wgpu::RenderPipeline,
     pub(super) restore: wgpu::RenderPipeline,
     pub(super) target: wgpu::RenderPipeline,
     pub(super) reduce_layout: wgpu::BindGroupLayout,
     pub(super) reduce: wgpu::ComputePipeline,
+}
+
+fn layout_entry(
+    binding: u32,
+    visibility: wgpu::ShaderStages,
+    ty: wgpu::BindingType,
+) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility,
+        ty,
+        count: None,
+    }
+}
+
+fn uniform(size: u64) -> wgpu::BindingType {
+    wgpu::BindingType::Buffer {
+        ty: wgpu::BufferBindingType::Uniform,
+        has_dynamic_offset: false,
+        min_binding_size: NonZeroU64::new(size),
+    }
+}
+
+/// A storage buffer bound at a dynamic offset, entries of `size` bytes.
+fn windowed(read_only: bool, size: usize) -> wgpu::BindingType {
+    wgpu::BindingType::Buffer {
+        ty: wgpu::BufferBindingType::Storage { read_only },
+        has_dynamic_offset: true,
+        min_binding_size: NonZeroU64::new(size as u64),
+    }
+}
+
+fn texture(sample_type: wgpu::TextureSampleType) -> wgpu::BindingType {
+    wgpu::BindingType::Texture {
+        sample_type,
+        view_dimension: wgpu::TextureViewDimension::D2,
+        multisampled: false,
+    }
+}
+
+/// What a render pipeline differs in.
+struct Stage<'a> {
+    label: &'a str,
+    layout: &'a wgpu::PipelineLayout,
+    vertex: &'a str,
+    fragment: &'a str,
+    meshes: bool,
+    depth: wgpu::DepthStencilState,
 }
 
 impl Kit {
@@ -23,183 +75,103 @@ impl Kit {
                 source: wgpu::ShaderSource::Wgsl(source.into()),
             })
         };
-        let uniform = |binding, dynamic, size: u64, visibility| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility,
-            ty: wgpu::BindingType::Buffer {
-                ty: wgpu::BufferBindingType::Uniform,
-                has_dynamic_offset: dynamic,
-                min_binding_size: NonZeroU64::new(size),
-            },
-            count: None,
-        };
-        let texture =
-            |binding, sample_type, view_dimension, visibility| wgpu::BindGroupLayoutEntry {
-                binding,
-                visibility,
-                ty: wgpu::BindingType::Texture {
-                    sample_type,
-                    view_dimension,
-                    multisampled: false,
-                },
-                count: None,
-            };
+        let (v, f, c) = (
+            wgpu::ShaderStages::VERTEX,
+            wgpu::ShaderStages::FRAGMENT,
+            wgpu::ShaderStages::COMPUTE,
+        );
         let float = wgpu::TextureSampleType::Float { filterable: false };
-        let vf = wgpu::ShaderStages::VERTEX_FRAGMENT;
         let render_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("intervis view"),
-            entries: &[uniform(0, true, 144, vf), uniform(1, false, 32, vf)],
+            label: Some("intervis render"),
+            entries: &[
+                layout_entry(0, v | f, uniform(32)),
+                layout_entry(1, v, windowed(true, size_of::<SceneTile>())),
+                layout_entry(2, v | f, windowed(true, size_of::<TargetTile>())),
+            ],
         });
         let depth_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("intervis scene depth"),
-            entries: &[texture(
-                0,
-                float,
-                wgpu::TextureViewDimension::D2,
-                wgpu::ShaderStages::FRAGMENT,
-            )],
+            entries: &[layout_entry(0, f, texture(wgpu::TextureSampleType::Depth))],
         });
         let render = module(
             "intervis_render",
             include_str!("../../../shaders/intervis_render.wgsl"),
         );
-        let scene_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("intervis scene"),
-            bind_group_layouts: &[Some(&render_layout)],
-            immediate_size: 0,
-        });
-        let target_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("intervis target"),
-            bind_group_layouts: &[Some(&render_layout), Some(&depth_layout)],
-            immediate_size: 0,
-        });
-        let vertex_buffers = [Some(wgpu::VertexBufferLayout {
-            array_stride: 32,
-            step_mode: wgpu::VertexStepMode::Vertex,
-            attributes: &wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x4],
-        })];
-        let color = |format| {
-            Some(wgpu::ColorTargetState {
-                format,
-                blend: None,
-                write_mask: wgpu::ColorWrites::RED,
+        let pipeline_layout = |label, groups: &[Option<&wgpu::BindGroupLayout>]| {
+            device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some(label),
+                bind_group_layouts: groups,
+                immediate_size: 0,
             })
         };
-        // Both faces everywhere: scenes hold single-sided walls and ground (ray casting sees
-        // them from either side), and the target counts its own overdraw in the stencil.
-        let scene = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-            label: Some("intervis scene"),
-            layout: Some(&scene_layout),
-            vertex: wgpu::VertexState {
-                module: &render,
-                entry_point: Some("intervis_render_vertex"),
-                compilation_options: Default::default(),
-                buffers: &vertex_buffers,
-            },
-            primitive: wgpu::PrimitiveState::default(),
-            depth_stencil: Some(wgpu::DepthStencilState {
-                format: Z_FORMAT,
-                depth_write_enabled: Some(true),
-                depth_compare: Some(wgpu::CompareFunction::Greater),
-                stencil: Default::default(),
-                bias: Default::default(),
-            }),
-            multisample: Default::default(),
-            fragment: Some(wgpu::FragmentState {
-                module: &render,
-                entry_point: Some("intervis_render_scene_fragment"),
-                compilation_options: Default::default(),
-                targets: &[color(SCENE_FORMAT), color(SCENE_FORMAT)],
-            }),
-            multiview_mask: None,
-            cache: None,
-        });
-        let face = |compare, pass_op, depth_fail_op| wgpu::StencilFaceState {
-            compare,
-            fail_op: wgpu::StencilOperation::Keep,
-            depth_fail_op,
-            pass_op,
+        let scene_layout = pipeline_layout("intervis scene", &[Some(&render_layout)]);
+        let target_layout = pipeline_layout(
+            "intervis target",
+            &[Some(&render_layout), Some(&depth_layout)],
+        );
+        let pipeline = |s: Stage| render_pipeline(device, &render, s);
+        let depth = |format, compare, stencil| wgpu::DepthStencilState {
+            format,
+            depth_write_enabled: Some(true),
+            depth_compare: Some(compare),
+            stencil,
+            bias: Default::default(),
         };
-        let stencil = |f: wgpu::StencilFaceState| wgpu::StencilState {
-            front: f,
-            back: f,
-            read_mask: 0xff,
-            write_mask: 0xff,
+        use wgpu::CompareFunction::{Always, Greater, GreaterEqual};
+        use wgpu::StencilOperation::{IncrementClamp, Keep, Replace, Zero};
+        let scene_stage = |label, vertex, fragment, meshes, compare| Stage {
+            label,
+            layout: &scene_layout,
+            vertex,
+            fragment,
+            meshes,
+            depth: depth(Z_FORMAT, compare, Default::default()),
         };
+        let clear = pipeline(scene_stage(
+            "intervis clear",
+            "intervis_render_clear_vertex",
+            "intervis_render_clear_fragment",
+            false,
+            Always,
+        ));
+        let scene = pipeline(scene_stage(
+            "intervis scene",
+            "intervis_render_scene_vertex",
+            "intervis_render_scene_fragment",
+            true,
+            Greater,
+        ));
         // Restore: scene depth back in, stencil to 0, whatever was there before.
-        let zero = wgpu::StencilOperation::Zero;
-        let restore = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-            label: Some("intervis restore"),
-            layout: Some(&target_layout),
-            vertex: wgpu::VertexState {
-                module: &render,
-                entry_point: Some("intervis_render_restore_vertex"),
-                compilation_options: Default::default(),
-                buffers: &[],
-            },
-            primitive: wgpu::PrimitiveState::default(),
-            depth_stencil: Some(wgpu::DepthStencilState {
-                format: STENCIL_FORMAT,
-                depth_write_enabled: Some(true),
-                depth_compare: Some(wgpu::CompareFunction::Always),
-                stencil: stencil(face(wgpu::CompareFunction::Always, zero, zero)),
-                bias: Default::default(),
-            }),
-            multisample: Default::default(),
-            fragment: Some(wgpu::FragmentState {
-                module: &render,
-                entry_point: Some("intervis_render_restore_fragment"),
-                compilation_options: Default::default(),
-                targets: &[color(SCENE_FORMAT)],
-            }),
-            multiview_mask: None,
-            cache: None,
+        let restore = pipeline(Stage {
+            label: "intervis restore",
+            layout: &target_layout,
+            vertex: "intervis_render_restore_vertex",
+            fragment: "intervis_render_restore_fragment",
+            meshes: false,
+            depth: depth(STENCIL_FORMAT, Always, stencil(Always, Zero, Zero, Zero)),
         });
         // Darken, McCue and Guerrero's stencil: 127 where the depth test passes, +1 where it fails.
-        let target = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-            label: Some("intervis target"),
-            layout: Some(&target_layout),
-            vertex: wgpu::VertexState {
-                module: &render,
-                entry_point: Some("intervis_render_vertex"),
-                compilation_options: Default::default(),
-                buffers: &vertex_buffers,
-            },
-            primitive: wgpu::PrimitiveState::default(),
-            depth_stencil: Some(wgpu::DepthStencilState {
-                format: STENCIL_FORMAT,
-                depth_write_enabled: Some(true),
-                depth_compare: Some(wgpu::CompareFunction::GreaterEqual),
-                stencil: stencil(face(
-                    wgpu::CompareFunction::Always,
-                    wgpu::StencilOperation::Replace,
-                    wgpu::StencilOperation::IncrementClamp,
-                )),
-                bias: Default::default(),
-            }),
-            multisample: Default::default(),
-            fragment: Some(wgpu::FragmentState {
-                module: &render,
-                entry_point: Some("intervis_render_target_fragment"),
-                compilation_options: Default::default(),
-                targets: &[color(SCENE_FORMAT)],
-            }),
-            multiview_mask: None,
-            cache: None,
+        let target = pipeline(Stage {
+            label: "intervis target",
+            layout: &target_layout,
+            vertex: "intervis_render_target_vertex",
+            fragment: "intervis_render_target_fragment",
+            meshes: true,
+            depth: depth(
+                STENCIL_FORMAT,
+                GreaterEqual,
+                stencil(Always, Keep, IncrementClamp, Replace),
+            ),
         });
-        let c = wgpu::ShaderStages::COMPUTE;
-        let storage = crate::gpu::storage_entry;
-        let array = wgpu::TextureViewDimension::D2Array;
         let reduce_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("intervis reduce"),
             entries: &[
-                uniform(0, false, 32, c),
-                uniform(1, true, 16, c),
-                storage(2, true),
-                texture(3, wgpu::TextureSampleType::Uint, array, c),
-                texture(4, float, array, c),
-                texture(5, float, wgpu::TextureViewDimension::D2, c),
-                storage(6, false),
+                layout_entry(0, c, uniform(32)),
+                layout_entry(1, c, windowed(true, size_of::<TargetTile>())),
+                layout_entry(2, c, texture(wgpu::TextureSampleType::Uint)),
+                layout_entry(3, c, texture(float)),
+                layout_entry(4, c, texture(float)),
+                layout_entry(5, c, windowed(false, size_of::<IntervisRecord>())),
             ],
         });
         let reduce_module = module(
@@ -208,13 +180,7 @@ impl Kit {
         );
         let reduce = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some("intervis reduce"),
-            layout: Some(
-                &device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                    label: Some("intervis reduce"),
-                    bind_group_layouts: &[Some(&reduce_layout)],
-                    immediate_size: 0,
-                }),
-            ),
+            layout: Some(&pipeline_layout("intervis reduce", &[Some(&reduce_layout)])),
             module: &reduce_module,
             entry_point: Some("intervis_reduce"),
             compilation_options: Default::default(),
@@ -223,6 +189,7 @@ impl Kit {
         Kit {
             render_layout,
             depth_layout,
+            clear,
             scene,
             restore,
             target,
@@ -230,4 +197,65 @@ impl Kit {
             reduce,
         }
     }
+}
+
+/// The same stencil operations on both faces.
+fn stencil(
+    compare: wgpu::CompareFunction,
+    fail_op: wgpu::StencilOperation,
+    depth_fail_op: wgpu::StencilOperation,
+    pass_op: wgpu::StencilOperation,
+) -> wgpu::StencilState {
+    let face = wgpu::StencilFaceState {
+        compare,
+        fail_op,
+        depth_fail_op,
+        pass_op,
+    };
+    wgpu::StencilState {
+        front: face,
+        back: face,
+        read_mask: 0xff,
+        write_mask: 0xff,
+    }
+}
+
+/// A pipeline writing one R32Float colour; both faces everywhere (scenes hold single-sided
+/// walls and ground, which ray casting sees from either side, and the target counts its own
+/// overdraw in the stencil).
+fn render_pipeline(
+    device: &wgpu::Device,
+    module: &wgpu::ShaderModule,
+    s: Stage,
+) -> wgpu::RenderPipeline {
+    let meshes = [Some(wgpu::VertexBufferLayout {
+        array_stride: 32,
+        step_mode: wgpu::VertexStepMode::Vertex,
+        attributes: &wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x4],
+    })];
+    device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+        label: Some(s.label),
+        layout: Some(s.layout),
+        vertex: wgpu::VertexState {
+            module,
+            entry_point: Some(s.vertex),
+            compilation_options: Default::default(),
+            buffers: if s.meshes { &meshes } else { &[] },
+        },
+        primitive: wgpu::PrimitiveState::default(),
+        depth_stencil: Some(s.depth),
+        multisample: Default::default(),
+        fragment: Some(wgpu::FragmentState {
+            module,
+            entry_point: Some(s.fragment),
+            compilation_options: Default::default(),
+            targets: &[Some(wgpu::ColorTargetState {
+                format: SCENE_FORMAT,
+                blend: None,
+                write_mask: wgpu::ColorWrites::RED,
+            })],
+        }),
+        multiview_mask: None,
+        cache: None,
+    })
 }

@@ -1,13 +1,14 @@
 //! What the intervis pass keeps between calls (see `crate::pool`): the triangles that block
 //! sight, per scene tier in vertex buffers of whole culling blocks (uploaded once per tier
 //! revision and mask), the posture meshes (once per target height and albedo), and pooled
-//! workspaces: the view and slot textures, the per-group buffers and their bind groups.
+//! workspaces: the two atlases, the tile, record and readback buffers and their bind groups.
 
-use super::gpu::{CULL_BLOCK, SCENE_FORMAT, STENCIL_FORMAT, Z_FORMAT};
+use super::gpu::{SceneTile, TargetTile, CULL_BLOCK, SCENE_FORMAT, STENCIL_FORMAT, Z_FORMAT};
 use super::pass::OP;
 use super::pipelines::Kit;
 use super::{IntervisParams, Plan};
 use crate::gpu::{buffer_with, GpuTracer};
+use crate::intervis::IntervisRecord;
 use crate::pool::{checked_build, GrowBuffer, Pool, Staging, TierCache, Trim};
 use crate::receipt::ReceiptBuffers;
 use crate::scene::{Mask, Scene, Tier};
@@ -210,296 +211,187 @@ impl IntervisCache {
     }
 }
 
-/// What one call needs of a workspace.
+/// What one call needs of a workspace: the atlas side, the entries one fill's dynamic-offset
+/// bindings span, and where the last fill's windows start (its window must fit after).
 pub(super) struct Needs {
-    pub res: u32,
-    /// Target slots (stencil and brightness layers).
-    pub slots: u32,
-    pub groups: Vec<GroupNeeds>,
+    pub window: usize,
+    pub last_tiles: usize,
+    pub last_targets: usize,
+    /// Target slots of the call (its records and readback).
+    pub targets: usize,
 }
 
-/// Bytes one group of targets needs.
-pub(super) struct GroupNeeds {
-    pub view_blocks: u64,
-    pub batches: u64,
-    pub jobs: usize,
+/// The two atlases: the scene's (brightness, depth) and the targets' (stencil, brightness).
+pub(super) struct Atlases {
+    side: u32,
+    pub scene_brightness: wgpu::TextureView,
+    pub scene_z: wgpu::TextureView,
+    pub stencil: wgpu::TextureView,
+    stencil_only: wgpu::TextureView,
+    pub target_brightness: wgpu::TextureView,
+    _textures: [wgpu::Texture; 4],
 }
 
-/// The view's textures: scene brightness and depth copy (R32Float), the Depth32Float
-/// attachment, and the bind group the target passes restore depth from.
-pub(super) struct SceneTextures {
-    res: u32,
-    pub brightness: wgpu::TextureView,
-    pub depth: wgpu::TextureView,
-    pub z: wgpu::TextureView,
-    pub depth_group: wgpu::BindGroup,
-    _textures: [wgpu::Texture; 3],
-}
-
-impl SceneTextures {
-    fn new(tracer: &GpuTracer, kit: &Kit, res: u32) -> SceneTextures {
-        let texture = |label, format, usage| {
-            crate::gpu::texture_array(tracer, OP, label, res, 1, format, usage)
-        };
-        let attach_and_read =
-            wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::TEXTURE_BINDING;
-        let brightness = texture("intervis scene brightness", SCENE_FORMAT, attach_and_read);
-        let depth = texture("intervis scene depth", SCENE_FORMAT, attach_and_read);
-        let z = texture(
-            "intervis scene z",
-            Z_FORMAT,
-            wgpu::TextureUsages::RENDER_ATTACHMENT,
-        );
-        let view_of = |t: &wgpu::Texture| t.create_view(&Default::default());
-        let depth_view = view_of(&depth);
-        let depth_group = tracer
-            .device()
-            .create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("intervis scene depth"),
-                layout: &kit.depth_layout,
-                entries: &[wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: wgpu::BindingResource::TextureView(&depth_view),
-                }],
-            });
-        SceneTextures {
-            res,
-            brightness: view_of(&brightness),
-            depth: depth_view,
-            z: view_of(&z),
-            depth_group,
-            _textures: [brightness, depth, z],
-        }
-    }
-}
-
-/// The target slots: a Depth24PlusStencil8 and an R32Float brightness layer each.
-pub(super) struct SlotTextures {
-    res: u32,
-    slots: u32,
-    pub stencil_layers: Vec<wgpu::TextureView>,
-    pub brightness_layers: Vec<wgpu::TextureView>,
-    stencil_array: wgpu::TextureView,
-    brightness_array: wgpu::TextureView,
-    _textures: [wgpu::Texture; 2],
-}
-
-impl SlotTextures {
-    fn new(tracer: &GpuTracer, res: u32, slots: u32) -> SlotTextures {
+impl Atlases {
+    fn new(tracer: &GpuTracer, side: u32) -> Atlases {
         let usage = wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::TEXTURE_BINDING;
         let texture =
-            |label, format| crate::gpu::texture_array(tracer, OP, label, res, slots, format, usage);
-        let stencil = texture("intervis stencil", STENCIL_FORMAT);
-        let brightness = texture("intervis target brightness", SCENE_FORMAT);
-        let layers = |t: &wgpu::Texture| -> Vec<wgpu::TextureView> {
-            (0..slots)
-                .map(|l| {
-                    t.create_view(&wgpu::TextureViewDescriptor {
-                        dimension: Some(wgpu::TextureViewDimension::D2),
-                        base_array_layer: l,
-                        array_layer_count: Some(1),
-                        ..Default::default()
-                    })
-                })
-                .collect()
-        };
-        let array = |t: &wgpu::Texture, aspect| {
+            |label, format| crate::gpu::texture_array(tracer, OP, label, side, 1, format, usage);
+        let textures = [
+            texture("intervis scene atlas brightness", SCENE_FORMAT),
+            texture("intervis scene atlas depth", Z_FORMAT),
+            texture("intervis target atlas stencil", STENCIL_FORMAT),
+            texture("intervis target atlas brightness", SCENE_FORMAT),
+        ];
+        let view = |t: &wgpu::Texture, aspect| {
             t.create_view(&wgpu::TextureViewDescriptor {
-                dimension: Some(wgpu::TextureViewDimension::D2Array),
+                dimension: Some(wgpu::TextureViewDimension::D2),
                 aspect,
                 ..Default::default()
             })
         };
-        SlotTextures {
-            res,
-            slots,
-            stencil_layers: layers(&stencil),
-            brightness_layers: layers(&brightness),
-            stencil_array: array(&stencil, wgpu::TextureAspect::StencilOnly),
-            brightness_array: array(&brightness, wgpu::TextureAspect::All),
-            _textures: [stencil, brightness],
+        let all = wgpu::TextureAspect::All;
+        Atlases {
+            side,
+            scene_brightness: view(&textures[0], all),
+            scene_z: view(&textures[1], all),
+            stencil: view(&textures[2], all),
+            stencil_only: view(&textures[2], wgpu::TextureAspect::StencilOnly),
+            target_brightness: view(&textures[3], all),
+            _textures: textures,
         }
-    }
-}
-
-/// One group's buffers (`GROUP_JOBS` targets at most) and the bind groups over them.
-pub(super) struct GroupBuffers {
-    /// `UNIFORM`: a view block per rendered view and per target, at the dynamic-offset stride.
-    view_blocks: GrowBuffer,
-    /// `UNIFORM`: a batch block per chunk, at the dynamic-offset stride.
-    batches: GrowBuffer,
-    /// `STORAGE`: the jobs.
-    jobs: GrowBuffer,
-    /// `STORAGE | COPY_SRC`: the records, and their readback.
-    pub records: GrowBuffer,
-    pub readback: GrowBuffer,
-    pub view_group: Option<wgpu::BindGroup>,
-    pub reduce_group: Option<wgpu::BindGroup>,
-}
-
-impl GroupBuffers {
-    pub fn view_blocks(&self) -> &wgpu::Buffer {
-        self.view_blocks.buffer()
-    }
-
-    pub fn batches(&self) -> &wgpu::Buffer {
-        self.batches.buffer()
-    }
-
-    pub fn jobs(&self) -> &wgpu::Buffer {
-        self.jobs.buffer()
     }
 }
 
 /// Everything a call creates, reused by later calls (see `crate::pool`).
 pub(super) struct Workspace {
-    pub scene: SceneTextures,
-    pub slots: SlotTextures,
+    pub atlases: Atlases,
     /// `UNIFORM`: the `Light` block.
     pub light: GrowBuffer,
-    pub groups: Vec<GroupBuffers>,
+    /// `STORAGE`: scene tiles, target tiles, records; the records' readback.
+    pub scene_tiles: GrowBuffer,
+    pub targets: GrowBuffer,
+    pub records: GrowBuffer,
+    pub readback: GrowBuffer,
+    /// Entries each dynamic-offset binding spans.
+    window: usize,
+    pub groups: Option<Groups>,
     pub receipt: ReceiptBuffers,
     pub staging: Staging,
 }
 
+/// The bind groups over a workspace's buffers and atlases.
+pub(super) struct Groups {
+    pub render: wgpu::BindGroup,
+    pub depth: wgpu::BindGroup,
+    pub reduce: wgpu::BindGroup,
+}
+
 impl Workspace {
-    /// An idle workspace from `pool` grown to `needs`, or a new one; bound for this call.
-    pub fn take(tracer: &GpuTracer, pool: &Pool<Workspace>, kit: &Kit, needs: &Needs) -> Self {
-        let fits = |w: &Workspace| {
-            w.scene.res == needs.res && w.slots.res == needs.res && w.slots.slots >= needs.slots
-        };
-        let mut w = pool.take(fits).unwrap_or_else(|| Workspace {
-            scene: SceneTextures::new(tracer, kit, needs.res),
-            slots: SlotTextures::new(tracer, needs.res, needs.slots),
-            light: GrowBuffer::new(
-                tracer,
-                OP,
-                "intervis light",
-                wgpu::BufferUsages::UNIFORM,
-                32,
-                32,
+    /// An idle workspace from `pool` whose atlases are at least `side` pixels square, or a new
+    /// one of `side`.
+    pub fn take(tracer: &GpuTracer, pool: &Pool<Workspace>, side: u32) -> Self {
+        pool.take(|w: &Workspace| w.atlases.side >= side)
+            .unwrap_or_else(|| Workspace::new(tracer, side))
+    }
+
+    /// The atlas side.
+    pub fn side(&self) -> u32 {
+        self.atlases.side
+    }
+
+    /// Grows the buffers to `needs` and binds them when anything changed.
+    pub fn fit(&mut self, tracer: &GpuTracer, kit: &Kit, needs: &Needs) {
+        let max = tracer.device().limits().max_buffer_size;
+        let mut changed = self.window < needs.window;
+        self.window = self.window.max(needs.window);
+        let span = |last: usize, size: usize| ((last + self.window) * size) as u64;
+        let (tiles, targets, records) = (
+            span(needs.last_tiles, size_of::<SceneTile>()),
+            span(needs.last_targets, size_of::<TargetTile>()),
+            span(needs.last_targets, size_of::<IntervisRecord>()),
+        );
+        let record = size_of::<IntervisRecord>() as u64;
+        changed |= self.scene_tiles.ensure(tracer, OP, tiles, max);
+        changed |= self.targets.ensure(tracer, OP, targets, max);
+        changed |= self.records.ensure(tracer, OP, records, max);
+        self.readback
+            .ensure(tracer, OP, needs.targets as u64 * record, max);
+        if changed || self.groups.is_none() {
+            self.groups = Some(self.bind(tracer, kit));
+        }
+    }
+
+    fn new(tracer: &GpuTracer, side: u32) -> Workspace {
+        let max = tracer.device().limits().max_buffer_size;
+        let grow = |label, usage, need| GrowBuffer::new(tracer, OP, label, usage, need, max);
+        let storage = wgpu::BufferUsages::STORAGE;
+        Workspace {
+            atlases: Atlases::new(tracer, side),
+            light: grow("intervis light", wgpu::BufferUsages::UNIFORM, 32),
+            scene_tiles: grow("intervis scene tiles", storage, 0),
+            targets: grow("intervis target tiles", storage, 0),
+            records: grow(
+                "intervis records",
+                storage | wgpu::BufferUsages::COPY_SRC,
+                0,
             ),
-            groups: Vec::new(),
+            readback: grow("intervis readback", wgpu::BufferUsages::MAP_READ, 0),
+            window: 0,
+            groups: None,
             receipt: ReceiptBuffers::new(tracer, OP),
-            staging: Staging::new(tracer, OP, needs.upload_bytes()),
-        });
-        let mut replaced = false;
-        if w.scene.res != needs.res {
-            w.scene = SceneTextures::new(tracer, kit, needs.res);
-            replaced = true;
-        }
-        if w.slots.res != needs.res || w.slots.slots < needs.slots {
-            w.slots = SlotTextures::new(tracer, needs.res, needs.slots);
-            replaced = true;
-        }
-        if replaced {
-            for g in &mut w.groups {
-                (g.view_group, g.reduce_group) = (None, None);
-            }
-        }
-        w.grow_groups(tracer, needs);
-        w.bind(tracer, kit, needs.groups.len());
-        w
-    }
-
-    /// Grows (or adds) each group's buffers to `needs`; a replaced buffer unbinds the group's
-    /// bind groups.
-    fn grow_groups(&mut self, tracer: &GpuTracer, needs: &Needs) {
-        let limits = tracer.device().limits();
-        let max = limits.max_buffer_size;
-        let binding = limits.max_storage_buffer_binding_size.min(max);
-        let record = size_of::<crate::intervis::IntervisRecord>() as u64;
-        for (i, n) in needs.groups.iter().enumerate() {
-            let (jobs, records) = (n.jobs as u64 * 32, n.jobs as u64 * record);
-            if i == self.groups.len() {
-                let grow =
-                    |label, usage, need, cap| GrowBuffer::new(tracer, OP, label, usage, need, cap);
-                let storage = wgpu::BufferUsages::STORAGE;
-                self.groups.push(GroupBuffers {
-                    view_blocks: grow(
-                        "intervis views",
-                        wgpu::BufferUsages::UNIFORM,
-                        n.view_blocks,
-                        max,
-                    ),
-                    batches: grow(
-                        "intervis batches",
-                        wgpu::BufferUsages::UNIFORM,
-                        n.batches,
-                        max,
-                    ),
-                    jobs: grow("intervis jobs", storage, jobs, binding),
-                    records: grow(
-                        "intervis records",
-                        storage | wgpu::BufferUsages::COPY_SRC,
-                        records,
-                        binding,
-                    ),
-                    readback: grow(
-                        "intervis readback",
-                        wgpu::BufferUsages::MAP_READ,
-                        records,
-                        max,
-                    ),
-                    view_group: None,
-                    reduce_group: None,
-                });
-                continue;
-            }
-            let g = &mut self.groups[i];
-            let mut changed = g.view_blocks.ensure(tracer, OP, n.view_blocks, max);
-            changed |= g.batches.ensure(tracer, OP, n.batches, max);
-            changed |= g.jobs.ensure(tracer, OP, jobs, binding);
-            changed |= g.records.ensure(tracer, OP, records, binding);
-            changed |= g.readback.ensure(tracer, OP, records, max);
-            if changed {
-                (g.view_group, g.reduce_group) = (None, None);
-            }
+            staging: Staging::new(tracer, OP, 4096),
         }
     }
 
-    /// Makes the bind groups of the first `groups` groups that have none.
-    fn bind(&mut self, tracer: &GpuTracer, kit: &Kit, groups: usize) {
+    /// The bind groups over the current buffers: each storage binding spans `window` entries.
+    fn bind(&self, tracer: &GpuTracer, kit: &Kit) -> Groups {
         let device = tracer.device();
         let entry = |binding, resource| wgpu::BindGroupEntry { binding, resource };
         let texture = wgpu::BindingResource::TextureView;
-        let light = self.light.buffer();
-        for g in self.groups.iter_mut().take(groups) {
-            if g.view_group.is_some() && g.reduce_group.is_some() {
-                continue;
-            }
-            g.view_group = Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("intervis view"),
+        let span = |size: usize| (self.window * size) as u64;
+        let light = self.light.buffer().as_entire_binding();
+        let a = &self.atlases;
+        Groups {
+            render: device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("intervis render"),
                 layout: &kit.render_layout,
                 entries: &[
-                    entry(0, sized(g.view_blocks.buffer(), 144)),
-                    entry(1, light.as_entire_binding()),
+                    entry(0, light.clone()),
+                    entry(
+                        1,
+                        sized(self.scene_tiles.buffer(), span(size_of::<SceneTile>())),
+                    ),
+                    entry(
+                        2,
+                        sized(self.targets.buffer(), span(size_of::<TargetTile>())),
+                    ),
                 ],
-            }));
-            g.reduce_group = Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
+            }),
+            depth: device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("intervis scene depth"),
+                layout: &kit.depth_layout,
+                entries: &[entry(0, texture(&a.scene_z))],
+            }),
+            reduce: device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("intervis reduce"),
                 layout: &kit.reduce_layout,
                 entries: &[
-                    entry(0, light.as_entire_binding()),
-                    entry(1, sized(g.batches.buffer(), 16)),
-                    entry(2, g.jobs.buffer().as_entire_binding()),
-                    entry(3, texture(&self.slots.stencil_array)),
-                    entry(4, texture(&self.slots.brightness_array)),
-                    entry(5, texture(&self.scene.brightness)),
-                    entry(6, g.records.buffer().as_entire_binding()),
+                    entry(0, light),
+                    entry(
+                        1,
+                        sized(self.targets.buffer(), span(size_of::<TargetTile>())),
+                    ),
+                    entry(2, texture(&a.stencil_only)),
+                    entry(3, texture(&a.target_brightness)),
+                    entry(4, texture(&a.scene_brightness)),
+                    entry(
+                        5,
+                        sized(self.records.buffer(), span(size_of::<IntervisRecord>())),
+                    ),
                 ],
-            }));
+            }),
         }
-    }
-}
-
-impl Needs {
-    /// Bytes of one call's uploads: view blocks, batches, jobs, the light and the receipt word.
-    fn upload_bytes(&self) -> u64 {
-        let groups: u64 = (self.groups.iter())
-            .map(|g| g.view_blocks + g.batches + g.jobs as u64 * 32)
-            .sum();
-        groups + 32 + 4
     }
 }
 
