@@ -7,15 +7,15 @@
 // Per pixel of the tile: stencil >= 127 is exposed (adds its target brightness and its solid
 // angle `f / (f^2 + x^2 + y^2)^(3/2)`, `x, y` the pixel centre's offset from its view's
 // centre); otherwise background (adds the scene brightness at the same pixel of the scene
-// atlas) and, when the stencil is not 0, also occluded. Each invocation sums a strided share,
-// then a tree reduction in workgroup memory (an associative combine of counts and sums,
-// identity zero), and invocation 0 writes the record. Sums are f32 and their order is fixed,
-// so a record is deterministic on a given device.
+// atlas) and, when the stencil is not 0, also occluded. Each invocation sums a strided share
+// into workgroup memory; after one barrier invocation 0 adds the shares in order and writes
+// the record. Sums are f32 and their order is fixed, so a record is deterministic on a given
+// device.
 
 struct Light {
     sun: vec4<f32>,
     sky: f32,
-    _pad: u32,
+    target_albedo: f32,
     atlas: vec2<f32>,
 }
 
@@ -111,15 +111,14 @@ fn intervis_reduce(
     }
     counts[lid] = c;
     sums[lid] = s;
+    // One barrier, then invocation 0 adds the partial sums in order (a tree would take six
+    // barriers, and barriers are what a CPU implementation pays for).
     workgroupBarrier();
-    for (var stride = WORKGROUP / 2u; stride > 0u; stride >>= 1u) {
-        if lid < stride {
-            counts[lid] += counts[lid + stride];
-            sums[lid] += sums[lid + stride];
-        }
-        workgroupBarrier();
-    }
     if lid == 0u {
-        records[wg.x] = finish(counts[0], sums[0], n);
+        for (var k = 1u; k < WORKGROUP; k++) {
+            c += counts[k];
+            s += sums[k];
+        }
+        records[wg.x] = finish(c, s, n);
     }
 }

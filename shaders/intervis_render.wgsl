@@ -14,7 +14,8 @@
 // - Target pass, once per fill into the target atlas (Depth24PlusStencil8, R32Float
 //   brightness): `restore` (one instanced draw over every target tile) copies the scene depth
 //   of the tile's pixels from the scene atlas and zeroes the stencil; then the humanoids (one
-//   instanced draw per posture) with both faces, depth compare GreaterEqual and depth writes
+//   instanced, indexed draw per posture; their normals from the derivatives of the world
+//   position) with both faces, depth compare GreaterEqual and depth writes
 //   on (so the nearest surface's colour wins), stencil reference 127: pass -> Replace (127),
 //   depth fail -> IncrementClamp. Stencil >= 127: exposed; 1..126: occluded; 0: background.
 //   Fragments outside their own tile are discarded (a box clamped to its view's edge).
@@ -23,7 +24,7 @@ struct Light {
     // xyz: unit direction toward the sun; w: the ambient share.
     sun: vec4<f32>,
     sky: f32,
-    _pad: u32,
+    target_albedo: f32,
     // Width and height of both atlases in pixels.
     atlas: vec2<f32>,
 }
@@ -57,41 +58,37 @@ struct TargetTile {
 @group(0) @binding(2) var<storage, read> target_tiles: array<TargetTile>;
 @group(1) @binding(0) var scene_depth: texture_depth_2d;
 
-struct Varyings {
-    @builtin(position) clip: vec4<f32>,
-    @location(0) world: vec3<f32>,
-    @location(1) @interpolate(flat) normal: vec3<f32>,
-    @location(2) @interpolate(flat) albedo: f32,
-    @location(3) @interpolate(flat) eye: vec3<f32>,
-    @location(4) @interpolate(flat) rect: vec4<u32>,
-}
-
-fn shade(v: Varyings) -> f32 {
-    var n = v.normal;
-    if dot(n, v.world - v.eye) > 0.0 {
-        n = -n;
+// Grey level of a surface of `albedo` with normal `n` seen from `eye` at `world`: the normal
+// turned toward the eye (a triangle's plane keeps the eye on one side, so any of its points
+// decides).
+fn shade(albedo: f32, n: vec3<f32>, world: vec3<f32>, eye: vec3<f32>) -> f32 {
+    var m = n;
+    if dot(m, world - eye) > 0.0 {
+        m = -m;
     }
     let ambient = light.sun.w;
-    return v.albedo * (ambient + (1.0 - ambient) * max(0.0, dot(n, light.sun.xyz)));
+    return albedo * (ambient + (1.0 - ambient) * max(0.0, dot(m, light.sun.xyz)));
+}
+
+struct SceneVaryings {
+    @builtin(position) clip: vec4<f32>,
+    @location(0) @interpolate(flat) brightness: f32,
 }
 
 // Scene vertex: world position, and the triangle's unit geometric normal with the surface's
-// albedo in w (the same for the triangle's three vertices). The instance is the tile.
+// albedo in w (the same for the triangle's three vertices), shaded here (flat: the provoking
+// vertex's value colours the triangle). The instance is the tile.
 @vertex
 fn intervis_render_scene_vertex(
     @location(0) position: vec3<f32>,
     @location(1) normal_albedo: vec4<f32>,
     @builtin(instance_index) tile: u32,
-) -> Varyings {
-    let t = scene_tiles[tile];
-    var out: Varyings;
-    out.clip = t.view_proj * vec4<f32>(position, 1.0);
-    out.world = position;
-    out.normal = normal_albedo.xyz;
-    out.albedo = normal_albedo.w;
-    out.eye = t.eye.xyz;
-    out.rect = t.rect;
-    return out;
+) -> SceneVaryings {
+    let eye = scene_tiles[tile].eye.xyz;
+    return SceneVaryings(
+        scene_tiles[tile].view_proj * vec4<f32>(position, 1.0),
+        shade(normal_albedo.w, normal_albedo.xyz, position, eye),
+    );
 }
 
 struct SceneOut {
@@ -99,38 +96,43 @@ struct SceneOut {
 }
 
 @fragment
-fn intervis_render_scene_fragment(v: Varyings) -> SceneOut {
-    var out: SceneOut;
-    out.brightness = shade(v);
-    return out;
+fn intervis_render_scene_fragment(v: SceneVaryings) -> SceneOut {
+    return SceneOut(v.brightness);
 }
 
-// Target vertex: the posture mesh in its own frame; the instance is the target tile.
+struct TargetVaryings {
+    @builtin(position) clip: vec4<f32>,
+    @location(0) world: vec3<f32>,
+    @location(1) @interpolate(flat) eye: vec3<f32>,
+    @location(2) @interpolate(flat) rect: vec4<u32>,
+}
+
+// Target vertex: the posture mesh in its own frame (indexed, vertices shared); the instance is
+// the target tile.
 @vertex
 fn intervis_render_target_vertex(
     @location(0) position: vec3<f32>,
-    @location(1) normal_albedo: vec4<f32>,
     @builtin(instance_index) tile: u32,
-) -> Varyings {
-    let t = target_tiles[tile];
-    var out: Varyings;
-    let world = t.model * vec4<f32>(position, 1.0);
-    out.clip = t.view_proj * world;
+) -> TargetVaryings {
+    var out: TargetVaryings;
+    let world = target_tiles[tile].model * vec4<f32>(position, 1.0);
+    out.clip = target_tiles[tile].view_proj * world;
     out.world = world.xyz;
-    out.normal = (t.model * vec4<f32>(normal_albedo.xyz, 0.0)).xyz;
-    out.albedo = normal_albedo.w;
-    out.eye = t.eye.xyz;
-    out.rect = t.rect;
+    out.eye = target_tiles[tile].eye.xyz;
+    out.rect = target_tiles[tile].rect;
     return out;
 }
 
+// The triangle's normal from the screen-space derivatives of the world position (the plane
+// the rasteriser interpolates over), turned toward the eye, shaded like the scene.
 @fragment
-fn intervis_render_target_fragment(v: Varyings) -> @location(0) f32 {
+fn intervis_render_target_fragment(v: TargetVaryings) -> @location(0) f32 {
     let p = vec2<u32>(v.clip.xy);
     if any(p < v.rect.xy) || any(p >= v.rect.zw) {
         discard;
     }
-    return shade(v);
+    let c = cross(dpdx(v.world), dpdy(v.world));
+    return shade(light.target_albedo, c * inverseSqrt(max(dot(c, c), 1e-30)), v.world, v.eye);
 }
 
 // Corner `i` (0..6, two triangles) of `rect`, in atlas clip space at depth `z`.

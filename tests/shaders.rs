@@ -239,7 +239,7 @@ fn intervis_structs_match_their_rust_twins() {
     let light = [
         ("sun", offset_of!(Light, sun)),
         ("sky", offset_of!(Light, sky)),
-        ("_pad", offset_of!(Light, _pad)),
+        ("target_albedo", offset_of!(Light, target_albedo)),
         ("atlas", offset_of!(Light, atlas)),
     ];
     let target = [

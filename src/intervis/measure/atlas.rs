@@ -2,11 +2,15 @@
 //! that share one scene tile, the tiles shelf-packed into fills of one atlas each, and every
 //! tile's matrix, rectangle and culled scene draws.
 
-use super::gpu::{atlas_proj, in_frustum, SceneTile, TargetTile, CULL_BLOCK};
+use super::gpu::{atlas_proj, Frustum, SceneTile, TargetTile};
+use crate::bvh::{BvhNode, EMPTY_CHILD};
+use crate::scene::Tier;
+use glam::{Vec2, Vec3};
 use super::resources::Geometry;
 use super::{PixelBox, Placed, Plan, View, MAX_BOX_SIDE};
 use crate::{Error, Result};
 use bytemuck::Zeroable;
+use rayon::prelude::*;
 use std::ops::Range;
 
 /// Most target tiles (and scene tiles) in one fill: one reduction workgroup each, under the
@@ -36,7 +40,7 @@ pub(super) struct Fill {
     pub tiles: Range<usize>,
     pub targets: Range<usize>,
     pub scissors: Vec<PixelBox>,
-    /// Per scene tile: `(vertex run, vertex range)` of the culled scene blocks.
+    /// Per scene tile: `(vertex run, range of the index buffer)` of its culled triangles.
     pub draws: Vec<Vec<(usize, Range<u32>)>>,
     pub postures: [Range<u32>; 3],
 }
@@ -49,6 +53,8 @@ pub(super) struct Layout {
     pub scene_tiles: Vec<SceneTile>,
     pub targets: Vec<TargetTile>,
     pub slots: Vec<Option<(usize, f32)>>,
+    /// The scene tiles' triangles, three vertex indices each.
+    pub indices: Vec<u32>,
 }
 
 /// The targets of `plan` with a box in clusters, view by view; `max_side` is the device's
@@ -65,6 +71,7 @@ pub(super) fn clusters(plan: &Plan, max_side: u32) -> Vec<Cluster<'_>> {
 pub(super) fn layout(
     mut clusters: Vec<Cluster>,
     side: u32,
+    scene: [&Tier; 2],
     geometry: &Geometry,
     align: usize,
 ) -> Result<Layout> {
@@ -74,6 +81,7 @@ pub(super) fn layout(
         scene_tiles: Vec::new(),
         targets: Vec::new(),
         slots: Vec::new(),
+        indices: Vec::new(),
     };
     let budget = (f64::from(side).powi(2) * FILL_SHARE) as u64;
     let mut start = 0;
@@ -81,7 +89,7 @@ pub(super) fn layout(
         let mut end = greedy_end(&clusters, start, budget);
         loop {
             if let Some((tiles, targets)) = pack_fill(&clusters[start..end], side) {
-                out.push_fill(&clusters[start..end], &tiles, &targets, geometry, align);
+                out.push_fill(&clusters[start..end], &tiles, &targets, (scene, geometry), align);
                 start = end;
                 break;
             }
@@ -246,7 +254,7 @@ impl Layout {
         clusters: &[Cluster],
         tiles: &[[u32; 2]],
         targets: &[[u32; 2]],
-        geometry: &Geometry,
+        (scene, geometry): ([&Tier; 2], &Geometry),
         align: usize,
     ) {
         let side = self.side;
@@ -255,7 +263,10 @@ impl Layout {
         let mut scissors = Vec::with_capacity(clusters.len());
         let mut draws = Vec::with_capacity(clusters.len());
         let mut members = Vec::new();
-        for (c, &[x, y]) in clusters.iter().zip(tiles) {
+        let culled: Vec<Vec<Vec<u32>>> = (clusters.par_iter())
+            .map(|c| cull(scene, geometry, c.view, c.union))
+            .collect();
+        for ((c, &[x, y]), culled) in clusters.iter().zip(tiles).zip(culled) {
             let u = c.union;
             let rect = [x, y, x + u.x1 - u.x0, y + u.y1 - u.y0];
             self.scene_tiles.push(SceneTile {
@@ -269,7 +280,7 @@ impl Layout {
                 x1: rect[2],
                 y1: rect[3],
             });
-            draws.push(scene_draws(geometry, c.view, u));
+            draws.push(scene_draws(culled, &mut self.indices));
             members.extend(c.members.iter().map(|t| (c, [x, y], *t)));
         }
         let mut order: Vec<usize> = (0..members.len()).collect();
@@ -311,31 +322,88 @@ fn target_tile(c: &Cluster, scene: [u32; 2], t: &Placed, at: [u32; 2], side: u32
     }
 }
 
-/// Runs of culling blocks of `geometry` that reach into the frustum behind `u` of `view`:
-/// `(run index, vertex range)`, adjacent blocks merged into one draw.
-fn scene_draws(geometry: &Geometry, view: &View, u: PixelBox) -> Vec<(usize, Range<u32>)> {
-    let mut draws = Vec::new();
-    for (b, scene_run) in geometry.runs().enumerate() {
-        let n = scene_run.vertices;
-        let mut run: Option<Range<u32>> = None;
-        for (k, &(lo, hi)) in scene_run.cull.iter().enumerate() {
-            if !in_frustum(view, u, lo, hi) {
-                continue;
-            }
-            let a = (k * CULL_BLOCK * 3) as u32;
-            let e = (a + (CULL_BLOCK * 3) as u32).min(n);
-            run = match run {
-                Some(r) if r.end == a => Some(r.start..e),
-                Some(r) => {
-                    draws.push((b, r));
-                    Some(a..e)
+/// The vertex indices of the scene triangles in the BVH leaves that reach into the frustum
+/// behind `u` of `view` and may cover a pixel centre of `u` ([`covers_a_centre`]), per vertex
+/// buffer of [`Geometry::run`].
+fn cull(tiers: [&Tier; 2], geometry: &Geometry, view: &View, u: PixelBox) -> Vec<Vec<u32>> {
+    let mut out = Vec::new();
+    for (tier, st) in tiers.into_iter().zip(&geometry.tiers) {
+        let mut per_run: Vec<Vec<u32>> = vec![Vec::new(); st.runs.len()];
+        visit_frustum(&tier.nodes, view, u, |first, count| {
+            for t in first..first + count {
+                let v = st.first_vertex[t as usize];
+                if v != u32::MAX && covers_a_centre(view, u, tier.triangles[t as usize].vertices()) {
+                    let (r, local) = ((v / st.per_run) as usize, v % st.per_run);
+                    per_run[r].extend([local, local + 1, local + 2]);
                 }
-                None => Some(a..e),
-            };
+            }
+        });
+        out.extend(per_run);
+    }
+    out
+}
+
+/// Whether triangle `tri` may cover the centre of a pixel of `u` in `view`: false only when
+/// all three corners lie in front of the near plane and the box of their projections, grown
+/// by a hundredth of a pixel (more than the rasteriser's vertex snapping), holds no pixel
+/// centre of `u`. Such a triangle makes no fragment; most distant ground triangles are
+/// smaller than a pixel, and skipping them here saves their setup on the GPU.
+fn covers_a_centre(view: &View, u: PixelBox, tri: [Vec3; 3]) -> bool {
+    let c = view.resolution as f32 * 0.5;
+    let (mut lo, mut hi) = (Vec2::INFINITY, Vec2::NEG_INFINITY);
+    for p in tri {
+        let d = p - view.eye;
+        let z = d.dot(view.forward);
+        if z < super::NEAR {
+            return true;
         }
-        if let Some(r) = run {
-            draws.push((b, r));
+        let q = Vec2::new(c + view.focal * d.dot(view.right) / z, c - view.focal * d.dot(view.up) / z);
+        (lo, hi) = (lo.min(q), hi.max(q));
+    }
+    const GROW: f32 = 0.01;
+    // Pixel i's centre is i + 0.5: the first and last centres inside [lo, hi].
+    let first = (lo - (0.5 + GROW)).ceil().max(Vec2::new(u.x0 as f32, u.y0 as f32));
+    let last = (hi + (GROW - 0.5)).floor().min(Vec2::new(u.x1 as f32 - 1.0, u.y1 as f32 - 1.0));
+    first.x <= last.x && first.y <= last.y
+}
+
+/// Appends `culled` (per run, from [`cull`]) to `indices`; returns the draws: `(run, index
+/// range)`.
+fn scene_draws(culled: Vec<Vec<u32>>, indices: &mut Vec<u32>) -> Vec<(usize, Range<u32>)> {
+    let mut draws = Vec::new();
+    for (r, list) in culled.into_iter().enumerate() {
+        if !list.is_empty() {
+            let start = indices.len() as u32;
+            indices.extend(list);
+            draws.push((r, start..indices.len() as u32));
         }
     }
     draws
+}
+
+/// Calls `leaf(first, count)` for every BVH leaf whose box reaches into the frustum behind
+/// `u` of `view`.
+fn visit_frustum(nodes: &[BvhNode], view: &View, u: PixelBox, mut leaf: impl FnMut(u32, u32)) {
+    if nodes.is_empty() {
+        return;
+    }
+    let frustum = Frustum::new(view, u);
+    let mut stack = vec![0u32];
+    while let Some(n) = stack.pop() {
+        let node = &nodes[n as usize];
+        for i in 0..2 {
+            if node.child[i] == EMPTY_CHILD {
+                continue;
+            }
+            let (lo, hi) = node.child_bounds(i);
+            if !frustum.touches(lo, hi) {
+                continue;
+            }
+            if node.count[i] > 0 {
+                leaf(node.child[i], node.count[i]);
+            } else {
+                stack.push(node.child[i]);
+            }
+        }
+    }
 }

@@ -29,7 +29,7 @@ pub struct Light {
     /// xyz: unit direction toward the sun; w: ambient share.
     pub sun: [f32; 4],
     pub sky: f32,
-    pub _pad: u32,
+    pub target_albedo: f32,
     /// Width and height of both atlases, pixels.
     pub atlas: [f32; 2],
 }
@@ -70,8 +70,6 @@ const _: () = assert!(std::mem::size_of::<TargetTile>() == 192);
 pub(super) const SCENE_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::R32Float;
 pub(super) const Z_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
 pub(super) const STENCIL_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth24PlusStencil8;
-/// Scene triangles per frustum-culling block.
-pub(super) const CULL_BLOCK: usize = 256;
 /// Stencil reference of a target fragment that passes the depth test (Darken, McCue and Guerrero).
 pub(super) const TARGET_ID: u32 = 127;
 
@@ -119,22 +117,37 @@ pub(super) fn atlas_proj(
     (to_atlas * proj * view_m).as_mat4()
 }
 
-/// Whether the world box `lo..hi` may reach into the part of `view`'s frustum behind the
-/// pixel rectangle `px` (conservative: each of the four side planes and the near plane is
-/// tested against the box's farthest corner along its normal; the rectangle grows by a pixel).
-pub(super) fn in_frustum(view: &View, px: super::PixelBox, lo: Vec3, hi: Vec3) -> bool {
-    let c = view.resolution as f32 * 0.5;
-    let a = |x: u32, grow: f32| (x as f32 + grow - c) / view.focal;
-    let (f, r, u) = (view.forward, view.right, view.up);
-    let planes = [
-        (f, -super::NEAR),
-        (r - f * a(px.x0, -1.0), 0.0),
-        (-r + f * a(px.x1, 1.0), 0.0),
-        (-u - f * a(px.y0, -1.0), 0.0),
-        (u + f * a(px.y1, 1.0), 0.0),
-    ];
-    planes.iter().all(|&(n, d)| {
-        let corner = Vec3::select(n.cmpge(Vec3::ZERO), hi, lo);
-        (corner - view.eye).dot(n) + d >= 0.0
-    })
+/// The part of a view's frustum behind a pixel rectangle: the near plane and four side
+/// planes through the eye (the rectangle grown by a pixel), each as an inward normal and an
+/// offset along it from the eye.
+pub(super) struct Frustum {
+    eye: Vec3,
+    planes: [(Vec3, f32); 5],
+}
+
+impl Frustum {
+    pub(super) fn new(view: &View, px: super::PixelBox) -> Frustum {
+        let c = view.resolution as f32 * 0.5;
+        let a = |x: u32, grow: f32| (x as f32 + grow - c) / view.focal;
+        let (f, r, u) = (view.forward, view.right, view.up);
+        Frustum {
+            eye: view.eye,
+            planes: [
+                (f, -super::NEAR),
+                (r - f * a(px.x0, -1.0), 0.0),
+                (-r + f * a(px.x1, 1.0), 0.0),
+                (-u - f * a(px.y0, -1.0), 0.0),
+                (u + f * a(px.y1, 1.0), 0.0),
+            ],
+        }
+    }
+
+    /// Whether the world box `lo..hi` may reach into the frustum (conservative: each plane is
+    /// tested against the box's farthest corner along its normal).
+    pub(super) fn touches(&self, lo: Vec3, hi: Vec3) -> bool {
+        self.planes.iter().all(|&(n, d)| {
+            let corner = Vec3::select(n.cmpge(Vec3::ZERO), hi, lo);
+            (corner - self.eye).dot(n) + d >= 0.0
+        })
+    }
 }

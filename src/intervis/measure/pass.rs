@@ -119,7 +119,7 @@ impl IntervisPass {
             },
         )?;
         let align = slot_align(limits.min_storage_buffer_offset_alignment);
-        let layout = atlas::layout(clusters, space.side(), &geometry, align)?;
+        let layout = atlas::layout(clusters, space.side(), scene.tiers(), &geometry, align)?;
         let (work, slots) = crate::pool::checked_build(
             tracer,
             "intervis",
@@ -132,12 +132,13 @@ impl IntervisPass {
         )??;
         log::debug!(
             "intervis pass prepared: {} pairs, {} views, {} targets drawn in {} fills of a \
-             {side}^2 atlas, {} scene triangles: {:?}",
+             {side}^2 atlas, {} scene triangles, {} scene vertices drawn: {:?}",
             pairs.len(),
             plan.views.len(),
             work.slots,
             work.fills.len(),
             work.geometry.scene_triangles(),
+            work.scene_vertices(),
             t0.elapsed()
         );
         Ok(IntervisPass {
@@ -262,6 +263,7 @@ impl Work {
             .unwrap_or(1);
         let last = layout.fills.last().expect("a layout has fills");
         let needs = Needs {
+            indices: layout.indices.len(),
             window,
             last_tiles: last.tiles.start,
             last_targets: last.targets.start,
@@ -271,7 +273,7 @@ impl Work {
         let light = Light {
             sun: params.sun.normalize().extend(params.ambient).into(),
             sky: params.sky,
-            _pad: 0,
+            target_albedo: params.target_albedo,
             atlas: [space.side() as f32; 2],
         };
         let word = receipt.word();
@@ -285,6 +287,7 @@ impl Work {
                 space.targets.buffer(),
                 bytemuck::cast_slice(&layout.targets),
             ),
+            Write::at_start(space.indices.buffer(), bytemuck::cast_slice(&layout.indices)),
         ];
         writes.extend(receipt.stamp_source().map(|b| Write::at_start(b, &word)));
         let copies = space.staging.write(tracer, OP, &writes)?;
@@ -298,6 +301,13 @@ impl Work {
             unread: AtomicBool::new(false),
         };
         Ok((work, layout.slots))
+    }
+
+    /// Scene vertices the fills draw.
+    fn scene_vertices(&self) -> u64 {
+        (self.fills.iter().flat_map(|f| f.draws.iter().flatten()))
+            .map(|(_, r)| u64::from(r.end - r.start))
+            .sum()
     }
 
     /// The records' readback buffer and the bytes of records it holds.

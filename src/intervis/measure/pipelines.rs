@@ -63,7 +63,8 @@ struct Stage<'a> {
     layout: &'a wgpu::PipelineLayout,
     vertex: &'a str,
     fragment: &'a str,
-    meshes: bool,
+    buffers: &'a [Option<wgpu::VertexBufferLayout<'a>>],
+    cull: Option<wgpu::Face>,
     depth: wgpu::DepthStencilState,
 }
 
@@ -119,26 +120,39 @@ impl Kit {
         };
         use wgpu::CompareFunction::{Always, Greater, GreaterEqual};
         use wgpu::StencilOperation::{IncrementClamp, Keep, Replace, Zero};
-        let scene_stage = |label, vertex, fragment, meshes, compare| Stage {
+        // Scene vertices: position, then the normal with the albedo in w; target vertices:
+        // position (w unused).
+        let scene_vertices = [Some(wgpu::VertexBufferLayout {
+            array_stride: 32,
+            step_mode: wgpu::VertexStepMode::Vertex,
+            attributes: &wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x4],
+        })];
+        let target_vertices = [Some(wgpu::VertexBufferLayout {
+            array_stride: 16,
+            step_mode: wgpu::VertexStepMode::Vertex,
+            attributes: &wgpu::vertex_attr_array![0 => Float32x3],
+        })];
+        let scene_stage = |label, vertex, fragment, buffers, compare| Stage {
             label,
             layout: &scene_layout,
             vertex,
             fragment,
-            meshes,
+            buffers,
+            cull: None,
             depth: depth(Z_FORMAT, compare, Default::default()),
         };
         let clear = pipeline(scene_stage(
             "intervis clear",
             "intervis_render_clear_vertex",
             "intervis_render_clear_fragment",
-            false,
+            &[],
             Always,
         ));
         let scene = pipeline(scene_stage(
             "intervis scene",
             "intervis_render_scene_vertex",
             "intervis_render_scene_fragment",
-            true,
+            &scene_vertices,
             Greater,
         ));
         // Restore: scene depth back in, stencil to 0, whatever was there before.
@@ -147,7 +161,8 @@ impl Kit {
             layout: &target_layout,
             vertex: "intervis_render_restore_vertex",
             fragment: "intervis_render_restore_fragment",
-            meshes: false,
+            buffers: &[],
+            cull: None,
             depth: depth(STENCIL_FORMAT, Always, stencil(Always, Zero, Zero, Zero)),
         });
         // Darken, McCue and Guerrero's stencil: 127 where the depth test passes, +1 where it fails.
@@ -156,7 +171,10 @@ impl Kit {
             layout: &target_layout,
             vertex: "intervis_render_target_vertex",
             fragment: "intervis_render_target_fragment",
-            meshes: true,
+            buffers: &target_vertices,
+            // The humanoid is closed and wound outward: its nearest surface along any ray from
+            // outside is a front face, so back faces never change a pixel's class.
+            cull: Some(wgpu::Face::Back),
             depth: depth(
                 STENCIL_FORMAT,
                 GreaterEqual,
@@ -228,11 +246,6 @@ fn render_pipeline(
     module: &wgpu::ShaderModule,
     s: Stage,
 ) -> wgpu::RenderPipeline {
-    let meshes = [Some(wgpu::VertexBufferLayout {
-        array_stride: 32,
-        step_mode: wgpu::VertexStepMode::Vertex,
-        attributes: &wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x4],
-    })];
     device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
         label: Some(s.label),
         layout: Some(s.layout),
@@ -240,9 +253,12 @@ fn render_pipeline(
             module,
             entry_point: Some(s.vertex),
             compilation_options: Default::default(),
-            buffers: if s.meshes { &meshes } else { &[] },
+            buffers: s.buffers,
         },
-        primitive: wgpu::PrimitiveState::default(),
+        primitive: wgpu::PrimitiveState {
+            cull_mode: s.cull,
+            ..Default::default()
+        },
         depth_stencil: Some(s.depth),
         multisample: Default::default(),
         fragment: Some(wgpu::FragmentState {

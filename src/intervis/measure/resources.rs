@@ -1,9 +1,9 @@
 //! What the intervis pass keeps between calls (see `crate::pool`): the triangles that block
 //! sight, per scene tier in vertex buffers of whole culling blocks (uploaded once per tier
-//! revision and mask), the posture meshes (once per target height and albedo), and pooled
+//! revision and mask), the posture meshes (once per target height), and pooled
 //! workspaces: the two atlases, the tile, record and readback buffers and their bind groups.
 
-use super::gpu::{SceneTile, TargetTile, CULL_BLOCK, SCENE_FORMAT, STENCIL_FORMAT, Z_FORMAT};
+use super::gpu::{SceneTile, TargetTile, SCENE_FORMAT, STENCIL_FORMAT, Z_FORMAT};
 use super::pass::OP;
 use super::pipelines::Kit;
 use super::{IntervisParams, Plan};
@@ -25,98 +25,91 @@ fn vertex(p: Vec3, n: Vec3, albedo: f32) -> Vertex {
     [p.x, p.y, p.z, n.x, n.y, n.z, albedo, 0.0]
 }
 
-/// Posture meshes a cache keeps (target heights and albedos in use).
+/// Posture meshes a cache keeps (target heights in use).
 const TARGET_ENTRIES: usize = 2;
 
-/// A vertex buffer of whole culling blocks, with each block's bounds.
+/// A vertex buffer of scene triangles (three vertices each).
 pub(super) struct SceneRun {
     pub buffer: wgpu::Buffer,
-    pub vertices: u32,
-    pub cull: Vec<(Vec3, Vec3)>,
 }
 
-/// One scene tier's triangles that block sight under a mask, in BVH leaf order (spatially
-/// compact blocks of `CULL_BLOCK`, so each view draws only the blocks inside its frustum).
+/// One scene tier's triangles that block sight under a mask, in the tier's order, in vertex
+/// buffers of at most `per_run` vertices; `first_vertex[t]` is where tier triangle `t` starts
+/// (counting across runs), `u32::MAX` for a triangle the mask leaves out. A tile draws the
+/// triangles of the BVH leaves in its frustum through an index buffer (`atlas.rs`).
 pub(super) struct SceneTier {
     pub runs: Vec<SceneRun>,
     pub triangles: usize,
+    pub per_run: u32,
+    pub first_vertex: Vec<u32>,
 }
 
 impl SceneTier {
     fn upload(tracer: &GpuTracer, tier: &Tier, mask: Mask, albedo: &[f32]) -> SceneTier {
         let mut vertices: Vec<Vertex> = Vec::new();
-        for t in tier.triangles.iter().filter(|t| t.flags & mask.bits() != 0) {
+        let mut first_vertex = Vec::with_capacity(tier.triangles.len());
+        for t in &tier.triangles {
+            if t.flags & mask.bits() == 0 {
+                first_vertex.push(u32::MAX);
+                continue;
+            }
+            first_vertex.push(vertices.len() as u32);
             let [a, b, c] = t.vertices();
             let n = (b - a).cross(c - a).normalize_or_zero();
             let al = albedo[t.material as usize];
             vertices.extend([vertex(a, n, al), vertex(b, n, al), vertex(c, n, al)]);
         }
         let limits = tracer.device().limits();
-        let per_buffer = ((limits.max_buffer_size / 96).clamp(1, u64::from(u32::MAX) / 3) as usize
-            / CULL_BLOCK)
-            .max(1)
-            * CULL_BLOCK
-            * 3;
+        let per_run = (limits.max_buffer_size / 96).clamp(1, u64::from(u32::MAX) / 3) as usize * 3;
         let runs = crate::pool::vertex_buffers(
             tracer,
             OP,
             "intervis scene vertices",
             &vertices,
-            per_buffer,
+            per_run,
         );
-        let runs = (runs.into_iter().zip(vertices.chunks(per_buffer)))
-            .map(|((buffer, n), vs)| SceneRun {
-                buffer,
-                vertices: n,
-                cull: vs.chunks(CULL_BLOCK * 3).map(bounds).collect(),
-            })
-            .collect();
         SceneTier {
-            runs,
+            runs: runs.into_iter().map(|(buffer, _)| SceneRun { buffer }).collect(),
             triangles: vertices.len() / 3,
+            per_run: per_run as u32,
+            first_vertex,
         }
     }
 }
 
-fn bounds(vs: &[Vertex]) -> (Vec3, Vec3) {
-    vs.iter()
-        .fold((Vec3::INFINITY, Vec3::NEG_INFINITY), |(l, h), v| {
-            let p = Vec3::new(v[0], v[1], v[2]);
-            (l.min(p), h.max(p))
-        })
-}
-
-/// The three posture meshes in one vertex buffer, and each posture's vertex range.
+/// The three posture meshes, indexed: their positions (`[x, y, z, 1]`) in one vertex buffer,
+/// their triangles in one index buffer, and each posture's index range and first vertex.
 pub(super) struct Targets {
     pub buffer: wgpu::Buffer,
-    pub ranges: Vec<Range<u32>>,
+    pub index: wgpu::Buffer,
+    pub ranges: Vec<(Range<u32>, i32)>,
 }
 
 impl Targets {
-    fn upload(tracer: &GpuTracer, plan: &Plan, albedo: f32) -> Targets {
-        let mut vertices: Vec<Vertex> = Vec::new();
+    fn upload(tracer: &GpuTracer, plan: &Plan) -> Targets {
+        let mut vertices: Vec<[f32; 4]> = Vec::new();
+        let mut indices: Vec<u32> = Vec::new();
         let mut ranges = Vec::new();
         for mesh in &plan.meshes {
-            let first = vertices.len() as u32;
-            for t in &mesh.triangles {
-                let [a, b, c] = t.map(|v| mesh.positions[v as usize]);
-                let n = (b - a).cross(c - a).normalize_or_zero();
-                vertices.extend([
-                    vertex(a, n, albedo),
-                    vertex(b, n, albedo),
-                    vertex(c, n, albedo),
-                ]);
-            }
-            ranges.push(first..vertices.len() as u32);
+            let (base, first) = (vertices.len() as i32, indices.len() as u32);
+            vertices.extend(mesh.positions.iter().map(|p| p.extend(1.0).to_array()));
+            indices.extend(mesh.triangles.iter().flatten());
+            ranges.push((first..indices.len() as u32, base));
         }
-        let buffer = buffer_with(
-            tracer,
-            OP,
-            "intervis target vertices",
-            wgpu::BufferUsages::VERTEX,
-            bytemuck::cast_slice(&vertices),
-        );
-        Targets { buffer, ranges }
+        let buffer = |label, usage, bytes: &[u8]| buffer_with(tracer, OP, label, usage, bytes);
+        Targets {
+            buffer: buffer(
+                "intervis target vertices",
+                wgpu::BufferUsages::VERTEX,
+                bytemuck::cast_slice(&vertices),
+            ),
+            index: buffer(
+                "intervis target indices",
+                wgpu::BufferUsages::INDEX,
+                bytemuck::cast_slice(&indices),
+            ),
+            ranges,
+        }
     }
 }
 
@@ -127,12 +120,7 @@ pub(super) struct Geometry {
 }
 
 impl Geometry {
-    /// The scene's runs, static tier first.
-    pub fn runs(&self) -> impl Iterator<Item = &SceneRun> {
-        self.tiers.iter().flat_map(|t| t.runs.iter())
-    }
-
-    /// Run `i` of [`Geometry::runs`].
+    /// Vertex buffer `i` of the scene, static tier first.
     pub fn run(&self, i: usize) -> &SceneRun {
         let first = self.tiers[0].runs.len();
         match i.checked_sub(first) {
@@ -146,9 +134,9 @@ impl Geometry {
     }
 }
 
-/// Posture meshes by (target height, target albedo) bits.
+/// Posture meshes by target height bits.
 struct TargetEntry {
-    key: (u32, u32),
+    key: u32,
     targets: Arc<Targets>,
 }
 
@@ -185,17 +173,14 @@ impl IntervisCache {
             "the intervis scene triangles",
             |t| SceneTier::upload(tracer, t, params.mask, &albedo),
         )?;
-        let key = (
-            params.target_height.to_bits(),
-            params.target_albedo.to_bits(),
-        );
+        let key = params.target_height.to_bits();
         let mut cached = self.targets.lock().unwrap();
         let entry = match cached.iter().position(|e| e.key == key) {
             Some(i) => cached.remove(i),
             None => {
                 let made =
                     checked_build(tracer, "the intervis targets", "free GPU memory", || {
-                        Targets::upload(tracer, plan, params.target_albedo)
+                        Targets::upload(tracer, plan)
                     })?;
                 TargetEntry {
                     key,
@@ -214,6 +199,8 @@ impl IntervisCache {
 /// What one call needs of a workspace: the atlas side, the entries one fill's dynamic-offset
 /// bindings span, and where the last fill's windows start (its window must fit after).
 pub(super) struct Needs {
+    /// Scene vertex indices of the call.
+    pub indices: usize,
     pub window: usize,
     pub last_tiles: usize,
     pub last_targets: usize,
@@ -273,6 +260,8 @@ pub(super) struct Workspace {
     pub targets: GrowBuffer,
     pub records: GrowBuffer,
     pub readback: GrowBuffer,
+    /// `INDEX`: the scene tiles' triangles.
+    pub indices: GrowBuffer,
     /// Entries each dynamic-offset binding spans.
     window: usize,
     pub groups: Option<Groups>,
@@ -317,6 +306,7 @@ impl Workspace {
         changed |= self.records.ensure(tracer, OP, records, max);
         self.readback
             .ensure(tracer, OP, needs.targets as u64 * record, max);
+        self.indices.ensure(tracer, OP, needs.indices as u64 * 4, max);
         if changed || self.groups.is_none() {
             self.groups = Some(self.bind(tracer, kit));
         }
@@ -337,6 +327,7 @@ impl Workspace {
                 0,
             ),
             readback: grow("intervis readback", wgpu::BufferUsages::MAP_READ, 0),
+            indices: grow("intervis scene indices", wgpu::BufferUsages::INDEX, 0),
             window: 0,
             groups: None,
             receipt: ReceiptBuffers::new(tracer, OP),
