@@ -1,13 +1,13 @@
-// Intervis reduction (Darken, McCue and Guerrero): one workgroup per target tile of a batch
-// fill reduces the tile (the target's padded box) of the stencil atlas to an IntervisRecord.
+// Intervis reduction (Darken, McCue and Guerrero): one workgroup per tile of a batch fill
+// reduces the target's padded box in the atlas to an IntervisRecord.
 // Self-contained (no common.wgsl). Rust twins: `intervis::IntervisRecord`,
-// `intervis::measure::gpu::{Light, TargetTile}`; the CPU twin of the reduction is
+// `intervis::measure::gpu::{Light, Tile}`; the CPU twin of the reduction is
 // `intervis::measure::Sums` (same fields, same `finish`).
 //
-// Per pixel of the tile: stencil >= 127 is exposed (adds its target brightness and its solid
-// angle `f / (f^2 + x^2 + y^2)^(3/2)`, `x, y` the pixel centre's offset from its view's
-// centre); otherwise background (adds the scene brightness at the same pixel of the scene
-// atlas) and, when the stencil is not 0, also occluded. Each invocation sums a strided share
+// Per pixel of the box: stencil >= 127 is exposed (adds its brightness, the target's, and
+// its solid angle `f / (f^2 + x^2 + y^2)^(3/2)`, `x, y` the pixel centre's offset from its
+// view's centre); otherwise background (adds its brightness, the scene's) and, when the
+// stencil is not 0, also occluded. Each invocation sums a strided share
 // into workgroup memory; after one barrier invocation 0 adds the shares in order and writes
 // the record. Sums are f32 and their order is fixed, so a record is deterministic on a given
 // device.
@@ -19,13 +19,12 @@ struct Light {
     atlas: vec2<f32>,
 }
 
-struct TargetTile {
+struct Tile {
     view_proj: mat4x4<f32>,
     model: mat4x4<f32>,
     eye: vec4<f32>,
     rect: vec4<u32>,
-    origin: vec4<u32>,
-    info: vec4<u32>,
+    view_pixel: vec4<u32>,
 }
 
 struct IntervisRecord {
@@ -44,12 +43,11 @@ struct IntervisRecord {
 }
 
 @group(0) @binding(0) var<uniform> light: Light;
-// The fill's target tiles and records (dynamic offsets): workgroup w reduces tile w.
-@group(0) @binding(1) var<storage, read> target_tiles: array<TargetTile>;
+// The fill's tiles and records (dynamic offsets): workgroup w reduces tile w.
+@group(0) @binding(1) var<storage, read> tiles: array<Tile>;
 @group(0) @binding(2) var stencil: texture_2d<u32>;
-@group(0) @binding(3) var target_brightness: texture_2d<f32>;
-@group(0) @binding(4) var scene_brightness: texture_2d<f32>;
-@group(0) @binding(5) var<storage, read_write> records: array<IntervisRecord>;
+@group(0) @binding(3) var brightness: texture_2d<f32>;
+@group(0) @binding(4) var<storage, read_write> records: array<IntervisRecord>;
 
 const WORKGROUP: u32 = 64u;
 
@@ -88,7 +86,7 @@ fn intervis_reduce(
     @builtin(workgroup_id) wg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let t = target_tiles[wg.x];
+    let t = tiles[wg.x];
     let width = t.rect.z - t.rect.x;
     let n = width * (t.rect.w - t.rect.y);
     var c = vec3<u32>(0u);
@@ -97,16 +95,17 @@ fn intervis_reduce(
         let d = vec2<u32>(k % width, k / width);
         let px = t.rect.xy + d;
         let st = textureLoad(stencil, px, 0).r;
+        let b = textureLoad(brightness, px, 0).r;
         if st >= 127u {
             c.x += 1u;
-            s.x += textureLoad(target_brightness, px, 0).r;
-            s.z += pixel_solid_angle(t.origin.zw + d, t.eye.w, t.info.x);
+            s.x += b;
+            s.z += pixel_solid_angle(t.view_pixel.xy + d, t.eye.w, t.view_pixel.z);
         } else {
             if st > 0u {
                 c.y += 1u;
             }
             c.z += 1u;
-            s.y += textureLoad(scene_brightness, t.origin.xy + d, 0).r;
+            s.y += b;
         }
     }
     counts[lid] = c;

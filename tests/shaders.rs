@@ -223,7 +223,7 @@ fn cover_field_structs_match_their_rust_twins() {
 
 #[test]
 fn intervis_structs_match_their_rust_twins() {
-    use sightline::intervis::measure::{Light, SceneTile, TargetTile};
+    use sightline::intervis::measure::{Light, Tile};
     let check = |file: &str, name: &str, size: usize, fields: &[(&str, usize)]| {
         let (s, offsets) = struct_layout(file, name);
         assert_eq!(s, size, "size of {name} in {file}.wgsl");
@@ -242,28 +242,17 @@ fn intervis_structs_match_their_rust_twins() {
         ("target_albedo", offset_of!(Light, target_albedo)),
         ("atlas", offset_of!(Light, atlas)),
     ];
-    let target = [
-        ("view_proj", offset_of!(TargetTile, view_proj)),
-        ("model", offset_of!(TargetTile, model)),
-        ("eye", offset_of!(TargetTile, eye)),
-        ("rect", offset_of!(TargetTile, rect)),
-        ("origin", offset_of!(TargetTile, origin)),
-        ("info", offset_of!(TargetTile, info)),
+    let tile = [
+        ("view_proj", offset_of!(Tile, view_proj)),
+        ("model", offset_of!(Tile, model)),
+        ("eye", offset_of!(Tile, eye)),
+        ("rect", offset_of!(Tile, rect)),
+        ("view_pixel", offset_of!(Tile, view_pixel)),
     ];
     for file in ["intervis_render", "intervis_reduce"] {
         check(file, "Light", size_of::<Light>(), &light);
-        check(file, "TargetTile", size_of::<TargetTile>(), &target);
+        check(file, "Tile", size_of::<Tile>(), &tile);
     }
-    check(
-        "intervis_render",
-        "SceneTile",
-        size_of::<SceneTile>(),
-        &[
-            ("view_proj", offset_of!(SceneTile, view_proj)),
-            ("eye", offset_of!(SceneTile, eye)),
-            ("rect", offset_of!(SceneTile, rect)),
-        ],
-    );
 }
 
 #[test]

@@ -1,75 +1,71 @@
-//! Laying a batch out in the two atlases (see `gpu.rs`): the targets of each view in clusters
-//! that share one scene tile, the tiles shelf-packed into fills of one atlas each, and every
-//! tile's matrix, rectangle and culled scene draws.
+//! Laying a batch out in the atlas (see `gpu.rs`): a tile per target holding its padded box,
+//! the tiles shelf-packed into fills of one atlas each, and every tile's matrix, rectangle
+//! and culled scene draws.
+//!
+//! Each target draws the scene into its own tile. Sharing one scene tile between nearby
+//! targets of a view was measured slower on lavapipe: the union of their boxes reaches into
+//! more of the scene than the boxes do, and targets whose boxes overlap need tiles of their
+//! own anyway (a target writes depth inside its box).
 
-use super::gpu::{atlas_proj, Frustum, SceneTile, TargetTile};
+use super::gpu::{atlas_proj, Frustum, Tile};
+use super::resources::Geometry;
+use super::{PixelBox, Placed, Plan, View};
 use crate::bvh::{BvhNode, EMPTY_CHILD};
 use crate::scene::Tier;
-use glam::{Vec2, Vec3};
-use super::resources::Geometry;
-use super::{PixelBox, Placed, Plan, View, MAX_BOX_SIDE};
 use crate::{Error, Result};
 use bytemuck::Zeroable;
+use glam::{Vec2, Vec3};
 use rayon::prelude::*;
 use std::ops::Range;
 
-/// Most target tiles (and scene tiles) in one fill: one reduction workgroup each, under the
-/// 65,535 workgroups a dispatch dimension allows.
+/// Most tiles in one fill: one reduction workgroup each, under the 65,535 workgroups a
+/// dispatch dimension allows.
 pub(super) const FILL_JOBS: usize = 32_768;
 /// Share of an atlas the greedy fill plans to use before packing.
 const FILL_SHARE: f64 = 0.7;
 /// Largest atlas side used.
 const MAX_ATLAS: u32 = 4096;
 
-/// One view's targets that share a scene tile: the union of their boxes.
-pub(super) struct Cluster<'a> {
-    view: &'a View,
-    union: PixelBox,
-    members: Vec<&'a Placed>,
-}
+/// A target with a box and its view.
+pub(super) type Job<'a> = (&'a View, &'a Placed);
 
-impl Cluster<'_> {
-    fn member_area(&self) -> u64 {
-        self.members.iter().map(|t| area(&box_of(t))).sum()
-    }
-}
-
-/// One fill: its scene tiles and target tiles (slot ranges, the first aligned for dynamic
-/// offsets), each scene tile's scissor and draws, and the instance range of each posture.
+/// One fill: its tiles (a slot range, the first aligned for dynamic offsets, in posture
+/// order), each tile's scissor and scene draws, and the instance range of each posture.
 pub(super) struct Fill {
     pub tiles: Range<usize>,
-    pub targets: Range<usize>,
     pub scissors: Vec<PixelBox>,
-    /// Per scene tile: `(vertex run, range of the index buffer)` of its culled triangles.
+    /// Per tile: `(vertex run, range of the index buffer)` of its culled scene triangles.
     pub draws: Vec<Vec<(usize, Range<u32>)>>,
     pub postures: [Range<u32>; 3],
 }
 
 /// A batch laid out: the atlas side, the fills, and the buffers' contents (alignment gaps
-/// zeroed); `slots[k]` is the pair and pixel scale of target slot `k`.
+/// zeroed); `slots[k]` is the pair and pixel scale of tile slot `k`.
 pub(super) struct Layout {
     pub side: u32,
     pub fills: Vec<Fill>,
-    pub scene_tiles: Vec<SceneTile>,
-    pub targets: Vec<TargetTile>,
+    pub tiles: Vec<Tile>,
     pub slots: Vec<Option<(usize, f32)>>,
-    /// The scene tiles' triangles, three vertex indices each.
+    /// The tiles' scene triangles, three vertex indices each.
     pub indices: Vec<u32>,
 }
 
-/// The targets of `plan` with a box in clusters, view by view; `max_side` is the device's
-/// texture limit.
-pub(super) fn clusters(plan: &Plan, max_side: u32) -> Vec<Cluster<'_>> {
-    let max_area = u64::from(max_side.min(MAX_ATLAS)).pow(2) / 4;
+/// The targets of `plan` with a box.
+pub(super) fn jobs(plan: &Plan) -> Vec<Job<'_>> {
     (plan.views.iter())
-        .flat_map(|(v, placed)| cluster_view(v, placed, max_area))
+        .flat_map(|(v, placed)| {
+            placed
+                .iter()
+                .filter(|t| t.bbox.is_some())
+                .map(move |t| (v, t))
+        })
         .collect()
 }
 
-/// Lays `clusters` out in fills of an atlas `side` pixels square; `align` is the slots a
-/// dynamic offset must step by.
+/// Lays `jobs` out in fills of an atlas `side` pixels square (at least [`atlas_side`]);
+/// `align` is the slots a dynamic offset must step by.
 pub(super) fn layout(
-    mut clusters: Vec<Cluster>,
+    jobs: &[Job],
     side: u32,
     scene: [&Tier; 2],
     geometry: &Geometry,
@@ -78,38 +74,32 @@ pub(super) fn layout(
     let mut out = Layout {
         side,
         fills: Vec::new(),
-        scene_tiles: Vec::new(),
-        targets: Vec::new(),
+        tiles: Vec::new(),
         slots: Vec::new(),
         indices: Vec::new(),
     };
     let budget = (f64::from(side).powi(2) * FILL_SHARE) as u64;
     let mut start = 0;
-    while start < clusters.len() {
-        let mut end = greedy_end(&clusters, start, budget);
+    while start < jobs.len() {
+        let mut end = greedy_end(jobs, start, budget);
         loop {
-            if let Some((tiles, targets)) = pack_fill(&clusters[start..end], side) {
-                out.push_fill(&clusters[start..end], &tiles, &targets, (scene, geometry), align);
+            let sizes: Vec<[u32; 2]> = jobs[start..end]
+                .iter()
+                .map(|j| size(&box_of(j.1)))
+                .collect();
+            if let Some(at) = shelf_pack(&sizes, side) {
+                out.push_fill(&jobs[start..end], &at, (scene, geometry), align);
                 start = end;
                 break;
             }
-            if end - start > 1 {
-                end = start + (end - start) / 2;
-                continue;
-            }
-            let c = clusters.remove(start);
-            if c.members.len() == 1 {
+            if end - start == 1 {
                 return Err(Error::InvalidInput(format!(
-                    "a {}-pixel intervis box does not fit the {side} x {side} atlas; lower \
+                    "a {} x {} intervis box does not fit the {side} x {side} atlas; lower \
                      max_box_pixels or the resolution",
-                    area(&c.union)
+                    sizes[0][0], sizes[0][1]
                 )));
             }
-            let half = c.members.len() / 2;
-            let (a, b) = (c.members[..half].to_vec(), c.members[half..].to_vec());
-            clusters.insert(start, cluster_of(c.view, b));
-            clusters.insert(start, cluster_of(c.view, a));
-            end = start + 1;
+            end = start + (end - start) / 2;
         }
     }
     Ok(out)
@@ -119,110 +109,43 @@ fn box_of(t: &Placed) -> PixelBox {
     t.bbox.expect("only targets with a box are laid out")
 }
 
-fn area(b: &PixelBox) -> u64 {
-    u64::from(b.pixels())
+fn size(b: &PixelBox) -> [u32; 2] {
+    [b.x1 - b.x0, b.y1 - b.y0]
 }
 
-fn union(a: PixelBox, b: PixelBox) -> PixelBox {
-    PixelBox {
-        x0: a.x0.min(b.x0),
-        y0: a.y0.min(b.y0),
-        x1: a.x1.max(b.x1),
-        y1: a.y1.max(b.y1),
-    }
-}
-
-fn cluster_of<'a>(view: &'a View, members: Vec<&'a Placed>) -> Cluster<'a> {
-    let u = members.iter().map(|t| box_of(t)).reduce(union);
-    Cluster {
-        view,
-        union: u.expect("a cluster has members"),
-        members,
-    }
-}
-
-/// A view's targets with a box, left to right, in clusters whose union stays near the area
-/// of its boxes (at most twice it and 8,192 pixels), at most `MAX_BOX_SIDE` a side and
-/// `max_area` pixels of boxes.
-fn cluster_view<'a>(view: &'a View, placed: &'a [Placed], max_area: u64) -> Vec<Cluster<'a>> {
-    let mut targets: Vec<&Placed> = placed.iter().filter(|t| t.bbox.is_some()).collect();
-    targets.sort_by_key(|t| box_of(t).x0);
-    let mut out: Vec<Cluster> = Vec::new();
-    let mut sum = 0u64;
-    for t in targets {
-        let b = box_of(t);
-        if let Some(c) = out.last_mut() {
-            let u = union(c.union, b);
-            let joined = sum + area(&b);
-            if u.x1 - u.x0 <= MAX_BOX_SIDE
-                && u.y1 - u.y0 <= MAX_BOX_SIDE
-                && area(&u) <= 2 * joined + 8192
-                && joined <= max_area
-                && c.members.len() < FILL_JOBS
-            {
-                c.union = u;
-                c.members.push(t);
-                sum = joined;
-                continue;
-            }
-        }
-        out.push(cluster_of(view, vec![t]));
-        sum = area(&b);
-    }
-    out
-}
-
-/// The smallest power-of-two side (at least 256) that holds every tile and, within
-/// `max_side` (the device's texture limit), the whole batch in one fill.
-pub(super) fn atlas_side(clusters: &[Cluster], max_side: u32) -> Result<u32> {
+/// The smallest power-of-two side (at least 256) that holds every box and, within `max_side`
+/// (the device's texture limit), the whole batch in one fill.
+pub(super) fn atlas_side(jobs: &[Job], max_side: u32) -> Result<u32> {
     let max_side = max_side.min(MAX_ATLAS);
-    let scene: u64 = clusters.iter().map(|c| area(&c.union)).sum();
-    let targets: u64 = clusters.iter().map(Cluster::member_area).sum();
-    let widest = (clusters.iter())
-        .map(|c| (c.union.x1 - c.union.x0).max(c.union.y1 - c.union.y0))
+    let total: u64 = jobs.iter().map(|j| u64::from(box_of(j.1).pixels())).sum();
+    let widest = (jobs.iter())
+        .map(|j| size(&box_of(j.1)).into_iter().max().unwrap_or(1))
         .max()
         .unwrap_or(1);
     if widest > max_side {
         return Err(Error::InvalidInput(format!(
-            "an intervis tile {widest} pixels wide exceeds the device's texture limit of \
+            "an intervis box {widest} pixels wide exceeds the device's texture limit of \
              {max_side}; lower the resolution or max_box_pixels"
         )));
     }
-    let need = ((scene.max(targets) as f64 / FILL_SHARE).sqrt().ceil() as u32).max(widest);
+    let need = ((total as f64 / FILL_SHARE).sqrt().ceil() as u32).max(widest);
     Ok(need.next_power_of_two().max(256).min(max_side))
 }
 
-/// The end of the fill starting at cluster `start`: clusters while both atlases' planned area
-/// stays under `budget` and the tiles under `FILL_JOBS` (at least one cluster).
-fn greedy_end(clusters: &[Cluster], start: usize, budget: u64) -> usize {
-    let (mut scene, mut targets, mut jobs) = (0u64, 0u64, 0usize);
+/// The end of the fill starting at job `start`: jobs while their boxes' area stays under
+/// `budget` and their count under `FILL_JOBS` (at least one job).
+fn greedy_end(jobs: &[Job], start: usize, budget: u64) -> usize {
+    let mut pixels = 0u64;
     let mut end = start;
-    while end < clusters.len() {
-        let c = &clusters[end];
-        let (s, t, j) = (
-            scene + area(&c.union),
-            targets + c.member_area(),
-            jobs + c.members.len(),
-        );
-        if end > start && (s > budget || t > budget || j > FILL_JOBS || end - start >= FILL_JOBS) {
+    while end < jobs.len() && end - start < FILL_JOBS {
+        let p = pixels + u64::from(box_of(jobs[end].1).pixels());
+        if end > start && p > budget {
             break;
         }
-        (scene, targets, jobs) = (s, t, j);
+        pixels = p;
         end += 1;
     }
     end
-}
-
-/// Atlas positions of the fill's scene tiles and target tiles (targets in cluster order), or
-/// `None` when either does not fit.
-#[allow(clippy::type_complexity)]
-fn pack_fill(clusters: &[Cluster], side: u32) -> Option<(Vec<[u32; 2]>, Vec<[u32; 2]>)> {
-    let size = |b: PixelBox| [b.x1 - b.x0, b.y1 - b.y0];
-    let tiles: Vec<[u32; 2]> = clusters.iter().map(|c| size(c.union)).collect();
-    let targets: Vec<[u32; 2]> = (clusters.iter())
-        .flat_map(|c| c.members.iter().map(|t| size(box_of(t))))
-        .collect();
-    Some((shelf_pack(&tiles, side)?, shelf_pack(&targets, side)?))
 }
 
 /// Positions of rectangles `sizes` (`[w, h]`) in a `side` square: shelves of tiles sorted by
@@ -248,51 +171,33 @@ fn shelf_pack(sizes: &[[u32; 2]], side: u32) -> Option<Vec<[u32; 2]>> {
 }
 
 impl Layout {
-    /// Appends a packed fill's tiles, targets (ordered by posture) and scene draws.
+    /// Appends a packed fill's tiles (ordered by posture) and their scene draws.
     fn push_fill(
         &mut self,
-        clusters: &[Cluster],
-        tiles: &[[u32; 2]],
-        targets: &[[u32; 2]],
+        jobs: &[Job],
+        at: &[[u32; 2]],
         (scene, geometry): ([&Tier; 2], &Geometry),
         align: usize,
     ) {
-        let side = self.side;
-        let first_tile = self.scene_tiles.len().next_multiple_of(align);
-        self.scene_tiles.resize(first_tile, SceneTile::zeroed());
-        let mut scissors = Vec::with_capacity(clusters.len());
-        let mut draws = Vec::with_capacity(clusters.len());
-        let mut members = Vec::new();
-        let culled: Vec<Vec<Vec<u32>>> = (clusters.par_iter())
-            .map(|c| cull(scene, geometry, c.view, c.union))
+        let mut order: Vec<usize> = (0..jobs.len()).collect();
+        order.sort_by_key(|&k| jobs[k].1.posture as usize);
+        let culled: Vec<Vec<Vec<u32>>> = (order.par_iter())
+            .map(|&k| cull(scene, geometry, jobs[k].0, box_of(jobs[k].1)))
             .collect();
-        for ((c, &[x, y]), culled) in clusters.iter().zip(tiles).zip(culled) {
-            let u = c.union;
-            let rect = [x, y, x + u.x1 - u.x0, y + u.y1 - u.y0];
-            self.scene_tiles.push(SceneTile {
-                view_proj: atlas_proj(c.view, [u.x0, u.y0], [x, y], side).to_cols_array_2d(),
-                eye: c.view.eye.extend(0.0).into(),
-                rect,
-            });
-            scissors.push(PixelBox {
-                x0: rect[0],
-                y0: rect[1],
-                x1: rect[2],
-                y1: rect[3],
-            });
-            draws.push(scene_draws(culled, &mut self.indices));
-            members.extend(c.members.iter().map(|t| (c, [x, y], *t)));
-        }
-        let mut order: Vec<usize> = (0..members.len()).collect();
-        order.sort_by_key(|&k| members[k].2.posture as usize);
-        let first = self.targets.len().next_multiple_of(align);
-        self.targets.resize(first, TargetTile::zeroed());
+        let first = self.tiles.len().next_multiple_of(align);
+        self.tiles.resize(first, Tile::zeroed());
         self.slots.resize(first, None);
+        let mut scissors = Vec::with_capacity(jobs.len());
+        let mut draws = Vec::with_capacity(jobs.len());
         let mut postures = [0u32..0, 0..0, 0..0];
-        for (n, &k) in order.iter().enumerate() {
-            let (c, tile, t) = members[k];
-            self.targets.push(target_tile(c, tile, t, targets[k], side));
+        for (n, (&k, culled)) in order.iter().zip(culled).enumerate() {
+            let (view, t) = jobs[k];
+            let tile = tile(view, t, at[k], self.side);
+            let [x0, y0, x1, y1] = tile.rect;
+            scissors.push(PixelBox { x0, y0, x1, y1 });
+            self.tiles.push(tile);
             self.slots.push(Some((t.pair, t.scale)));
+            draws.push(scene_draws(culled, &mut self.indices));
             let r = &mut postures[t.posture as usize];
             if r.start == r.end {
                 *r = n as u32..n as u32;
@@ -300,8 +205,7 @@ impl Layout {
             r.end = n as u32 + 1;
         }
         self.fills.push(Fill {
-            tiles: first_tile..self.scene_tiles.len(),
-            targets: first..self.targets.len(),
+            tiles: first..self.tiles.len(),
             scissors,
             draws,
             postures,
@@ -309,16 +213,16 @@ impl Layout {
     }
 }
 
-/// Target `t` of cluster `c` (scene tile at `scene`) in its tile at `at`.
-fn target_tile(c: &Cluster, scene: [u32; 2], t: &Placed, at: [u32; 2], side: u32) -> TargetTile {
-    let (b, u) = (box_of(t), c.union);
-    TargetTile {
-        view_proj: atlas_proj(c.view, [b.x0, b.y0], at, side).to_cols_array_2d(),
+/// Target `t` of `view` in its tile at `at` of an atlas `side` pixels square.
+fn tile(view: &View, t: &Placed, at: [u32; 2], side: u32) -> Tile {
+    let b = box_of(t);
+    let [w, h] = size(&b);
+    Tile {
+        view_proj: atlas_proj(view, [b.x0, b.y0], at, side).to_cols_array_2d(),
         model: glam::Mat4::from(t.model).to_cols_array_2d(),
-        eye: c.view.eye.extend(c.view.focal).into(),
-        rect: [at[0], at[1], at[0] + b.x1 - b.x0, at[1] + b.y1 - b.y0],
-        origin: [scene[0] + b.x0 - u.x0, scene[1] + b.y0 - u.y0, b.x0, b.y0],
-        info: [c.view.resolution, 0, 0, 0],
+        eye: view.eye.extend(view.focal).into(),
+        rect: [at[0], at[1], at[0] + w, at[1] + h],
+        view_pixel: [b.x0, b.y0, view.resolution, 0],
     }
 }
 
@@ -332,7 +236,8 @@ fn cull(tiers: [&Tier; 2], geometry: &Geometry, view: &View, u: PixelBox) -> Vec
         visit_frustum(&tier.nodes, view, u, |first, count| {
             for t in first..first + count {
                 let v = st.first_vertex[t as usize];
-                if v != u32::MAX && covers_a_centre(view, u, tier.triangles[t as usize].vertices()) {
+                if v != u32::MAX && covers_a_centre(view, u, tier.triangles[t as usize].vertices())
+                {
                     let (r, local) = ((v / st.per_run) as usize, v % st.per_run);
                     per_run[r].extend([local, local + 1, local + 2]);
                 }
@@ -357,13 +262,20 @@ fn covers_a_centre(view: &View, u: PixelBox, tri: [Vec3; 3]) -> bool {
         if z < super::NEAR {
             return true;
         }
-        let q = Vec2::new(c + view.focal * d.dot(view.right) / z, c - view.focal * d.dot(view.up) / z);
+        let q = Vec2::new(
+            c + view.focal * d.dot(view.right) / z,
+            c - view.focal * d.dot(view.up) / z,
+        );
         (lo, hi) = (lo.min(q), hi.max(q));
     }
     const GROW: f32 = 0.01;
     // Pixel i's centre is i + 0.5: the first and last centres inside [lo, hi].
-    let first = (lo - (0.5 + GROW)).ceil().max(Vec2::new(u.x0 as f32, u.y0 as f32));
-    let last = (hi + (GROW - 0.5)).floor().min(Vec2::new(u.x1 as f32 - 1.0, u.y1 as f32 - 1.0));
+    let first = (lo - (0.5 + GROW))
+        .ceil()
+        .max(Vec2::new(u.x0 as f32, u.y0 as f32));
+    let last = (hi + (GROW - 0.5))
+        .floor()
+        .min(Vec2::new(u.x1 as f32 - 1.0, u.y1 as f32 - 1.0));
     first.x <= last.x && first.y <= last.y
 }
 

@@ -1,19 +1,16 @@
 //! The intervis measurement on the GPU, a batch of pairs in one submission and one wait.
 //!
-//! Two atlases of the same size hold the batch: the *scene atlas* (R32Float brightness,
-//! Depth32Float depth) gets a tile per cluster of one view's targets (the union of their
-//! padded boxes, `atlas.rs`), the *target atlas* (Depth24PlusStencil8, R32Float brightness) a
-//! tile per target (its box). Each tile holds its box's pixels exactly: the tile's matrix is the
-//! view's projection followed by a shift and scale into the atlas ([`atlas_proj`]). When the
-//! tiles of a batch do not fit in one atlas they go in *fills*, each three passes recorded
-//! one after another into the same command buffer:
+//! An atlas (R32Float brightness, Depth24PlusStencil8) gets a *tile* per target holding
+//! exactly its padded box's view pixels ([`atlas_proj`]: the view's projection followed by a
+//! shift and scale into the atlas; `atlas.rs` packs them). When the tiles of a batch do not fit
+//! in one atlas they go in *fills*, each recorded one after another into the same command
+//! buffer:
 //!
-//! 1. a render pass into the scene atlas: one instanced draw clears every scene tile to sky
-//!    and infinite depth, then each tile's culled scene triangles, scissored to the tile;
-//! 2. a render pass into the target atlas: one instanced draw restores the scene depth under
-//!    every target tile and zeroes its stencil, then one instanced draw per posture draws
-//!    every humanoid with the stencil operations of Darken, McCue and Guerrero;
-//! 3. one compute dispatch, a workgroup per target tile, reduces each tile to a record.
+//! 1. one render pass, cleared to sky, infinite depth and stencil 0: each tile's culled scene
+//!    triangles (through an index buffer), scissored to the tile; then every target's
+//!    humanoid with the stencil operations of Darken, McCue and Guerrero, one instanced draw
+//!    per posture;
+//! 2. one compute dispatch, a workgroup per tile, reduces each box to a record.
 //!
 //! The fill's tiles and records are bound at dynamic offsets; after the last fill the records
 //! are copied to one readback buffer. Only the 48-byte records come back.
@@ -35,40 +32,24 @@ pub struct Light {
 }
 const _: () = assert!(std::mem::size_of::<Light>() == 32);
 
-/// A scene tile. Mirrors `struct SceneTile` in `shaders/intervis_render.wgsl`.
+/// A target's tile. Mirrors `struct Tile` in both intervis shaders.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
-pub struct SceneTile {
-    /// World to scene-atlas clip space.
-    pub view_proj: [[f32; 4]; 4],
-    /// xyz: the eye.
-    pub eye: [f32; 4],
-    /// `[x0, y0, x1, y1]` in atlas pixels.
-    pub rect: [u32; 4],
-}
-const _: () = assert!(std::mem::size_of::<SceneTile>() == 96);
-
-/// A target tile. Mirrors `struct TargetTile` in both intervis shaders.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Pod, Zeroable)]
-pub struct TargetTile {
-    /// World to target-atlas clip space.
+pub struct Tile {
+    /// World to atlas clip space.
     pub view_proj: [[f32; 4]; 4],
     /// The target's local to world transform.
     pub model: [[f32; 4]; 4],
     /// xyz: the eye; w: the focal length of the target's view, pixels.
     pub eye: [f32; 4],
-    /// `[x0, y0, x1, y1]` in the target atlas.
+    /// The padded box `[x0, y0, x1, y1]` in the atlas.
     pub rect: [u32; 4],
-    /// xy: the scene-atlas pixel of the tile's first pixel; zw: the view pixel of it.
-    pub origin: [u32; 4],
-    /// x: the view's resolution.
-    pub info: [u32; 4],
+    /// xy: the view pixel of the box's first pixel; z: the view's resolution.
+    pub view_pixel: [u32; 4],
 }
-const _: () = assert!(std::mem::size_of::<TargetTile>() == 192);
+const _: () = assert!(std::mem::size_of::<Tile>() == 176);
 
-pub(super) const SCENE_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::R32Float;
-pub(super) const Z_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
+pub(super) const BRIGHTNESS_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::R32Float;
 pub(super) const STENCIL_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth24PlusStencil8;
 /// Stencil reference of a target fragment that passes the depth test (Darken, McCue and Guerrero).
 pub(super) const TARGET_ID: u32 = 127;

@@ -61,7 +61,7 @@ mod resources;
 
 /// WGSL layout mirrors, for the layout tests; not part of the API.
 #[doc(hidden)]
-pub use gpu::{Light, SceneTile, TargetTile};
+pub use gpu::{Light, Tile};
 pub use humanoid::humanoid;
 pub use pass::IntervisPass;
 

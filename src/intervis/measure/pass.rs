@@ -6,7 +6,7 @@
 //! and scatters the records.
 
 use super::atlas::{self, Fill, Layout};
-use super::gpu::{Light, SceneTile, TargetTile};
+use super::gpu::{Light, Tile};
 use super::pipelines::Kit;
 use super::resources::{Geometry, IntervisCache, Needs, Workspace};
 use super::{scaled, validate, IntervisPair, IntervisParams, Plan, Sums};
@@ -52,6 +52,8 @@ pub(super) struct Work {
     /// Target slots in use (records to read back).
     pub slots: usize,
     pub copies: Copies,
+    /// Sky brightness (the atlas' clear value).
+    pub sky: f64,
     /// Taken from `cache`'s pool at prepare, given back on drop unless `unread`.
     pub space: Option<Workspace>,
     cache: Arc<IntervisCache>,
@@ -98,11 +100,11 @@ impl IntervisPass {
             work: None,
             receipt: Receipt::empty(),
         };
-        let clusters = atlas::clusters(&plan, limits.max_texture_dimension_2d);
-        if clusters.is_empty() {
+        let jobs = atlas::jobs(&plan);
+        if jobs.is_empty() {
             return Ok(empty(Vec::new()));
         }
-        let side = atlas::atlas_side(&clusters, limits.max_texture_dimension_2d)?;
+        let side = atlas::atlas_side(&jobs, limits.max_texture_dimension_2d)?;
         let t0 = std::time::Instant::now();
         tracer.check_lost()?;
         let cache = tracer.cached_pool(|_| IntervisCache::default());
@@ -119,7 +121,7 @@ impl IntervisPass {
             },
         )?;
         let align = slot_align(limits.min_storage_buffer_offset_alignment);
-        let layout = atlas::layout(clusters, space.side(), scene.tiers(), &geometry, align)?;
+        let layout = atlas::layout(&jobs, space.side(), scene.tiers(), &geometry, align)?;
         let (work, slots) = crate::pool::checked_build(
             tracer,
             "intervis",
@@ -161,16 +163,23 @@ impl IntervisPass {
         self.len == 0
     }
 
-    /// Scene tiles the pass renders (each draws the scene once for one view's nearby
-    /// targets); 0 when no target needs drawing.
+    /// Tiles the pass renders: one per target with a box, each drawing the scene culled to
+    /// that box; 0 when no target needs drawing.
     #[must_use]
-    pub fn views(&self) -> usize {
+    pub fn tiles(&self) -> usize {
         self.work
             .as_ref()
             .map_or(0, |w| w.fills.iter().map(|f| f.scissors.len()).sum())
     }
 
-    /// Fills of the atlases the pass renders (each two render passes and one dispatch).
+    /// Scene triangles the pass draws (each tile's, culled to its box; a triangle counts once
+    /// per tile).
+    #[must_use]
+    pub fn scene_triangles(&self) -> u64 {
+        self.work.as_ref().map_or(0, |w| w.scene_vertices() / 3)
+    }
+
+    /// Fills of the atlas the pass renders (each one render pass and one dispatch).
     #[must_use]
     pub fn fills(&self) -> usize {
         self.work.as_ref().map_or(0, |w| w.fills.len())
@@ -258,16 +267,15 @@ impl Work {
         params: &IntervisParams,
     ) -> Result<(Work, Vec<Option<(usize, f32)>>)> {
         let window = (layout.fills.iter())
-            .map(|f| f.tiles.len().max(f.targets.len()))
+            .map(|f| f.tiles.len())
             .max()
             .unwrap_or(1);
         let last = layout.fills.last().expect("a layout has fills");
         let needs = Needs {
             indices: layout.indices.len(),
             window,
-            last_tiles: last.tiles.start,
-            last_targets: last.targets.start,
-            targets: layout.targets.len(),
+            last: last.tiles.start,
+            tiles: layout.tiles.len(),
         };
         space.fit(tracer, kit, &needs);
         let light = Light {
@@ -279,15 +287,11 @@ impl Work {
         let word = receipt.word();
         let mut writes = vec![
             Write::at_start(space.light.buffer(), bytemuck::bytes_of(&light)),
+            Write::at_start(space.tiles.buffer(), bytemuck::cast_slice(&layout.tiles)),
             Write::at_start(
-                space.scene_tiles.buffer(),
-                bytemuck::cast_slice(&layout.scene_tiles),
+                space.indices.buffer(),
+                bytemuck::cast_slice(&layout.indices),
             ),
-            Write::at_start(
-                space.targets.buffer(),
-                bytemuck::cast_slice(&layout.targets),
-            ),
-            Write::at_start(space.indices.buffer(), bytemuck::cast_slice(&layout.indices)),
         ];
         writes.extend(receipt.stamp_source().map(|b| Write::at_start(b, &word)));
         let copies = space.staging.write(tracer, OP, &writes)?;
@@ -296,6 +300,7 @@ impl Work {
             fills: layout.fills,
             slots: layout.slots.len(),
             copies,
+            sky: f64::from(params.sky),
             space: Some(space),
             cache,
             unread: AtomicBool::new(false),
@@ -325,15 +330,11 @@ impl Work {
 /// scene tiles, target tiles and records alike.
 fn slot_align(alignment: u32) -> usize {
     let alignment = alignment.max(1) as usize;
-    [
-        size_of::<SceneTile>(),
-        size_of::<TargetTile>(),
-        size_of::<IntervisRecord>(),
-    ]
-    .iter()
-    .map(|&size| alignment / gcd(alignment, size))
-    .max()
-    .unwrap_or(1)
+    [size_of::<Tile>(), size_of::<IntervisRecord>()]
+        .iter()
+        .map(|&size| alignment / gcd(alignment, size))
+        .max()
+        .unwrap_or(1)
 }
 
 fn gcd(a: usize, b: usize) -> usize {

@@ -1,19 +1,15 @@
-//! The intervis pipelines (scene tile clear, scene, depth restore, target stencil, reduction)
-//! and their layouts, built once per device and kept by [`crate::gpu::GpuTracer::cached`].
+//! The intervis pipelines (scene, target stencil, reduction) and their layouts, built once per
+//! device and kept by [`crate::gpu::GpuTracer::cached`].
 
-use super::gpu::{SceneTile, TargetTile, SCENE_FORMAT, STENCIL_FORMAT, Z_FORMAT};
+use super::gpu::{Tile, BRIGHTNESS_FORMAT, STENCIL_FORMAT};
 use crate::intervis::IntervisRecord;
 use std::num::NonZeroU64;
 
 /// Pipelines and layouts, built once per device.
 pub(super) struct Kit {
-    /// Group 0 of the render passes: the light, the fill's scene tiles and target tiles.
+    /// Group 0 of the render pass: the light and the fill's tiles.
     pub(super) render_layout: wgpu::BindGroupLayout,
-    /// Group 1 of the target pass: the scene atlas' depth.
-    pub(super) depth_layout: wgpu::BindGroupLayout,
-    pub(super) clear: wgpu::RenderPipeline,
     pub(super) scene: wgpu::RenderPipeline,
-    pub(super) restore: wgpu::RenderPipeline,
     pub(super) target: wgpu::RenderPipeline,
     pub(super) reduce_layout: wgpu::BindGroupLayout,
     pub(super) reduce: wgpu::ComputePipeline,
@@ -86,13 +82,8 @@ impl Kit {
             label: Some("intervis render"),
             entries: &[
                 layout_entry(0, v | f, uniform(32)),
-                layout_entry(1, v, windowed(true, size_of::<SceneTile>())),
-                layout_entry(2, v | f, windowed(true, size_of::<TargetTile>())),
+                layout_entry(1, v, windowed(true, size_of::<Tile>())),
             ],
-        });
-        let depth_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("intervis scene depth"),
-            entries: &[layout_entry(0, f, texture(wgpu::TextureSampleType::Depth))],
         });
         let render = module(
             "intervis_render",
@@ -105,11 +96,7 @@ impl Kit {
                 immediate_size: 0,
             })
         };
-        let scene_layout = pipeline_layout("intervis scene", &[Some(&render_layout)]);
-        let target_layout = pipeline_layout(
-            "intervis target",
-            &[Some(&render_layout), Some(&depth_layout)],
-        );
+        let layout = pipeline_layout("intervis render", &[Some(&render_layout)]);
         let pipeline = |s: Stage| render_pipeline(device, &render, s);
         let depth = |format, compare, stencil| wgpu::DepthStencilState {
             format,
@@ -119,7 +106,7 @@ impl Kit {
             bias: Default::default(),
         };
         use wgpu::CompareFunction::{Always, Greater, GreaterEqual};
-        use wgpu::StencilOperation::{IncrementClamp, Keep, Replace, Zero};
+        use wgpu::StencilOperation::{IncrementClamp, Keep, Replace};
         // Scene vertices: position, then the normal with the albedo in w; target vertices:
         // position (w unused).
         let scene_vertices = [Some(wgpu::VertexBufferLayout {
@@ -132,43 +119,19 @@ impl Kit {
             step_mode: wgpu::VertexStepMode::Vertex,
             attributes: &wgpu::vertex_attr_array![0 => Float32x3],
         })];
-        let scene_stage = |label, vertex, fragment, buffers, compare| Stage {
-            label,
-            layout: &scene_layout,
-            vertex,
-            fragment,
-            buffers,
+        let scene = pipeline(Stage {
+            label: "intervis scene",
+            layout: &layout,
+            vertex: "intervis_render_scene_vertex",
+            fragment: "intervis_render_scene_fragment",
+            buffers: &scene_vertices,
             cull: None,
-            depth: depth(Z_FORMAT, compare, Default::default()),
-        };
-        let clear = pipeline(scene_stage(
-            "intervis clear",
-            "intervis_render_clear_vertex",
-            "intervis_render_clear_fragment",
-            &[],
-            Always,
-        ));
-        let scene = pipeline(scene_stage(
-            "intervis scene",
-            "intervis_render_scene_vertex",
-            "intervis_render_scene_fragment",
-            &scene_vertices,
-            Greater,
-        ));
-        // Restore: scene depth back in, stencil to 0, whatever was there before.
-        let restore = pipeline(Stage {
-            label: "intervis restore",
-            layout: &target_layout,
-            vertex: "intervis_render_restore_vertex",
-            fragment: "intervis_render_restore_fragment",
-            buffers: &[],
-            cull: None,
-            depth: depth(STENCIL_FORMAT, Always, stencil(Always, Zero, Zero, Zero)),
+            depth: depth(STENCIL_FORMAT, Greater, Default::default()),
         });
         // Darken, McCue and Guerrero's stencil: 127 where the depth test passes, +1 where it fails.
         let target = pipeline(Stage {
             label: "intervis target",
-            layout: &target_layout,
+            layout: &layout,
             vertex: "intervis_render_target_vertex",
             fragment: "intervis_render_target_fragment",
             buffers: &target_vertices,
@@ -185,11 +148,10 @@ impl Kit {
             label: Some("intervis reduce"),
             entries: &[
                 layout_entry(0, c, uniform(32)),
-                layout_entry(1, c, windowed(true, size_of::<TargetTile>())),
+                layout_entry(1, c, windowed(true, size_of::<Tile>())),
                 layout_entry(2, c, texture(wgpu::TextureSampleType::Uint)),
                 layout_entry(3, c, texture(float)),
-                layout_entry(4, c, texture(float)),
-                layout_entry(5, c, windowed(false, size_of::<IntervisRecord>())),
+                layout_entry(4, c, windowed(false, size_of::<IntervisRecord>())),
             ],
         });
         let reduce_module = module(
@@ -206,10 +168,7 @@ impl Kit {
         });
         Kit {
             render_layout,
-            depth_layout,
-            clear,
             scene,
-            restore,
             target,
             reduce_layout,
             reduce,
@@ -238,7 +197,7 @@ fn stencil(
     }
 }
 
-/// A pipeline writing one R32Float colour; both faces everywhere (scenes hold single-sided
+/// A pipeline writing one R32Float brightness; both faces everywhere (scenes hold single-sided
 /// walls and ground, which ray casting sees from either side, and the target counts its own
 /// overdraw in the stencil).
 fn render_pipeline(
@@ -266,7 +225,7 @@ fn render_pipeline(
             entry_point: Some(s.fragment),
             compilation_options: Default::default(),
             targets: &[Some(wgpu::ColorTargetState {
-                format: SCENE_FORMAT,
+                format: BRIGHTNESS_FORMAT,
                 blend: None,
                 write_mask: wgpu::ColorWrites::RED,
             })],

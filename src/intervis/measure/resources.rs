@@ -1,9 +1,9 @@
 //! What the intervis pass keeps between calls (see `crate::pool`): the triangles that block
 //! sight, per scene tier in vertex buffers of whole culling blocks (uploaded once per tier
 //! revision and mask), the posture meshes (once per target height), and pooled
-//! workspaces: the two atlases, the tile, record and readback buffers and their bind groups.
+//! workspaces: the atlas, the tile, index, record and readback buffers and their bind groups.
 
-use super::gpu::{SceneTile, TargetTile, SCENE_FORMAT, STENCIL_FORMAT, Z_FORMAT};
+use super::gpu::{Tile, BRIGHTNESS_FORMAT, STENCIL_FORMAT};
 use super::pass::OP;
 use super::pipelines::Kit;
 use super::{IntervisParams, Plan};
@@ -61,15 +61,13 @@ impl SceneTier {
         }
         let limits = tracer.device().limits();
         let per_run = (limits.max_buffer_size / 96).clamp(1, u64::from(u32::MAX) / 3) as usize * 3;
-        let runs = crate::pool::vertex_buffers(
-            tracer,
-            OP,
-            "intervis scene vertices",
-            &vertices,
-            per_run,
-        );
+        let runs =
+            crate::pool::vertex_buffers(tracer, OP, "intervis scene vertices", &vertices, per_run);
         SceneTier {
-            runs: runs.into_iter().map(|(buffer, _)| SceneRun { buffer }).collect(),
+            runs: runs
+                .into_iter()
+                .map(|(buffer, _)| SceneRun { buffer })
+                .collect(),
             triangles: vertices.len() / 3,
             per_run: per_run as u32,
             first_vertex,
@@ -202,33 +200,28 @@ pub(super) struct Needs {
     /// Scene vertex indices of the call.
     pub indices: usize,
     pub window: usize,
-    pub last_tiles: usize,
-    pub last_targets: usize,
-    /// Target slots of the call (its records and readback).
-    pub targets: usize,
+    pub last: usize,
+    /// Tile slots of the call (its records and readback).
+    pub tiles: usize,
 }
 
-/// The two atlases: the scene's (brightness, depth) and the targets' (stencil, brightness).
-pub(super) struct Atlases {
+/// The atlas: brightness and depth-stencil, and the stencil aspect the reduction reads.
+pub(super) struct Atlas {
     side: u32,
-    pub scene_brightness: wgpu::TextureView,
-    pub scene_z: wgpu::TextureView,
-    pub stencil: wgpu::TextureView,
+    pub brightness: wgpu::TextureView,
+    pub depth_stencil: wgpu::TextureView,
     stencil_only: wgpu::TextureView,
-    pub target_brightness: wgpu::TextureView,
-    _textures: [wgpu::Texture; 4],
+    _textures: [wgpu::Texture; 2],
 }
 
-impl Atlases {
-    fn new(tracer: &GpuTracer, side: u32) -> Atlases {
+impl Atlas {
+    fn new(tracer: &GpuTracer, side: u32) -> Atlas {
         let usage = wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::TEXTURE_BINDING;
         let texture =
             |label, format| crate::gpu::texture_array(tracer, OP, label, side, 1, format, usage);
         let textures = [
-            texture("intervis scene atlas brightness", SCENE_FORMAT),
-            texture("intervis scene atlas depth", Z_FORMAT),
-            texture("intervis target atlas stencil", STENCIL_FORMAT),
-            texture("intervis target atlas brightness", SCENE_FORMAT),
+            texture("intervis atlas brightness", BRIGHTNESS_FORMAT),
+            texture("intervis atlas depth and stencil", STENCIL_FORMAT),
         ];
         let view = |t: &wgpu::Texture, aspect| {
             t.create_view(&wgpu::TextureViewDescriptor {
@@ -238,13 +231,11 @@ impl Atlases {
             })
         };
         let all = wgpu::TextureAspect::All;
-        Atlases {
+        Atlas {
             side,
-            scene_brightness: view(&textures[0], all),
-            scene_z: view(&textures[1], all),
-            stencil: view(&textures[2], all),
-            stencil_only: view(&textures[2], wgpu::TextureAspect::StencilOnly),
-            target_brightness: view(&textures[3], all),
+            brightness: view(&textures[0], all),
+            depth_stencil: view(&textures[1], all),
+            stencil_only: view(&textures[1], wgpu::TextureAspect::StencilOnly),
             _textures: textures,
         }
     }
@@ -252,12 +243,11 @@ impl Atlases {
 
 /// Everything a call creates, reused by later calls (see `crate::pool`).
 pub(super) struct Workspace {
-    pub atlases: Atlases,
+    pub atlas: Atlas,
     /// `UNIFORM`: the `Light` block.
     pub light: GrowBuffer,
     /// `STORAGE`: scene tiles, target tiles, records; the records' readback.
-    pub scene_tiles: GrowBuffer,
-    pub targets: GrowBuffer,
+    pub tiles: GrowBuffer,
     pub records: GrowBuffer,
     pub readback: GrowBuffer,
     /// `INDEX`: the scene tiles' triangles.
@@ -269,10 +259,9 @@ pub(super) struct Workspace {
     pub staging: Staging,
 }
 
-/// The bind groups over a workspace's buffers and atlases.
+/// The bind groups over a workspace's buffers and atlas.
 pub(super) struct Groups {
     pub render: wgpu::BindGroup,
-    pub depth: wgpu::BindGroup,
     pub reduce: wgpu::BindGroup,
 }
 
@@ -280,13 +269,13 @@ impl Workspace {
     /// An idle workspace from `pool` whose atlases are at least `side` pixels square, or a new
     /// one of `side`.
     pub fn take(tracer: &GpuTracer, pool: &Pool<Workspace>, side: u32) -> Self {
-        pool.take(|w: &Workspace| w.atlases.side >= side)
+        pool.take(|w: &Workspace| w.atlas.side >= side)
             .unwrap_or_else(|| Workspace::new(tracer, side))
     }
 
     /// The atlas side.
     pub fn side(&self) -> u32 {
-        self.atlases.side
+        self.atlas.side
     }
 
     /// Grows the buffers to `needs` and binds them when anything changed.
@@ -295,18 +284,17 @@ impl Workspace {
         let mut changed = self.window < needs.window;
         self.window = self.window.max(needs.window);
         let span = |last: usize, size: usize| ((last + self.window) * size) as u64;
-        let (tiles, targets, records) = (
-            span(needs.last_tiles, size_of::<SceneTile>()),
-            span(needs.last_targets, size_of::<TargetTile>()),
-            span(needs.last_targets, size_of::<IntervisRecord>()),
+        let (tiles, records) = (
+            span(needs.last, size_of::<Tile>()),
+            span(needs.last, size_of::<IntervisRecord>()),
         );
         let record = size_of::<IntervisRecord>() as u64;
-        changed |= self.scene_tiles.ensure(tracer, OP, tiles, max);
-        changed |= self.targets.ensure(tracer, OP, targets, max);
+        changed |= self.tiles.ensure(tracer, OP, tiles, max);
         changed |= self.records.ensure(tracer, OP, records, max);
         self.readback
-            .ensure(tracer, OP, needs.targets as u64 * record, max);
-        self.indices.ensure(tracer, OP, needs.indices as u64 * 4, max);
+            .ensure(tracer, OP, needs.tiles as u64 * record, max);
+        self.indices
+            .ensure(tracer, OP, needs.indices as u64 * 4, max);
         if changed || self.groups.is_none() {
             self.groups = Some(self.bind(tracer, kit));
         }
@@ -317,10 +305,9 @@ impl Workspace {
         let grow = |label, usage, need| GrowBuffer::new(tracer, OP, label, usage, need, max);
         let storage = wgpu::BufferUsages::STORAGE;
         Workspace {
-            atlases: Atlases::new(tracer, side),
+            atlas: Atlas::new(tracer, side),
             light: grow("intervis light", wgpu::BufferUsages::UNIFORM, 32),
-            scene_tiles: grow("intervis scene tiles", storage, 0),
-            targets: grow("intervis target tiles", storage, 0),
+            tiles: grow("intervis tiles", storage, 0),
             records: grow(
                 "intervis records",
                 storage | wgpu::BufferUsages::COPY_SRC,
@@ -342,42 +329,26 @@ impl Workspace {
         let texture = wgpu::BindingResource::TextureView;
         let span = |size: usize| (self.window * size) as u64;
         let light = self.light.buffer().as_entire_binding();
-        let a = &self.atlases;
+        let a = &self.atlas;
         Groups {
             render: device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("intervis render"),
                 layout: &kit.render_layout,
                 entries: &[
                     entry(0, light.clone()),
-                    entry(
-                        1,
-                        sized(self.scene_tiles.buffer(), span(size_of::<SceneTile>())),
-                    ),
-                    entry(
-                        2,
-                        sized(self.targets.buffer(), span(size_of::<TargetTile>())),
-                    ),
+                    entry(1, sized(self.tiles.buffer(), span(size_of::<Tile>()))),
                 ],
-            }),
-            depth: device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("intervis scene depth"),
-                layout: &kit.depth_layout,
-                entries: &[entry(0, texture(&a.scene_z))],
             }),
             reduce: device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("intervis reduce"),
                 layout: &kit.reduce_layout,
                 entries: &[
                     entry(0, light),
-                    entry(
-                        1,
-                        sized(self.targets.buffer(), span(size_of::<TargetTile>())),
-                    ),
+                    entry(1, sized(self.tiles.buffer(), span(size_of::<Tile>()))),
                     entry(2, texture(&a.stencil_only)),
-                    entry(3, texture(&a.target_brightness)),
-                    entry(4, texture(&a.scene_brightness)),
+                    entry(3, texture(&a.brightness)),
                     entry(
-                        5,
+                        4,
                         sized(self.records.buffer(), span(size_of::<IntervisRecord>())),
                     ),
                 ],
