@@ -32,7 +32,7 @@ pub fn intervis_measure<'a>(
     }
 }
 
-/// Pairs handed to one measure call.
+/// Most pairs handed to one measure call.
 pub const MEASURE_BATCH: usize = 1 << 16;
 
 /// Intervis records of ordered waypoint pairs, sorted by `(observer, target)`. Pairs out of
@@ -116,18 +116,20 @@ impl IntervisTable {
 }
 
 /// Measures every ordered pair `(i, j)`, `i != j`, with observer row `i % N == K`
-/// (`shard = (K, N)`) and the waypoints at most `range` apart, in batches of
-/// [`MEASURE_BATCH`] pairs, and keeps the records with `exposed > 0`, quantised as the file
-/// stores them. `progress(done, total)` counts observer rows.
+/// (`shard = (K, N)`) and the waypoints at most `range` apart, `batch` pairs per measure call
+/// (at most [`MEASURE_BATCH`]; [`crate::intervis::measure::pairs_per_call`] sizes it to the
+/// engine), and keeps the records with `exposed > 0`, quantised as the file stores them.
+/// `progress(done, total)` counts pairs.
 pub fn compute_intervis(
     waypoints: &[Vec3],
     range: Option<f32>,
     shard: (u32, u32),
+    batch: usize,
     measure: &mut MeasureFn<'_>,
     progress: impl FnMut(u64, u64),
 ) -> Result<IntervisTable> {
     let mut entries = Vec::new();
-    measure_rows(waypoints, range, shard, measure, progress, |i, j, r| {
+    measure_rows(waypoints, range, (shard, batch), measure, progress, |i, j, r| {
         entries.push((i, j, super::quantise(&r)));
         Ok(())
     })?;
@@ -139,7 +141,7 @@ pub fn compute_intervis(
 pub(crate) fn measure_rows(
     waypoints: &[Vec3],
     range: Option<f32>,
-    shard: (u32, u32),
+    (shard, batch): ((u32, u32), usize),
     measure: &mut MeasureFn<'_>,
     mut progress: impl FnMut(u64, u64),
     mut sink: impl FnMut(u32, u32, IntervisRecord) -> Result<()>,
@@ -148,8 +150,15 @@ pub(crate) fn measure_rows(
     let n = super::waypoint_count(waypoints.len())?;
     let r2 = range.map_or(f32::INFINITY, |r| r * r);
     let rows = (shard.0..n).step_by(shard.1 as usize);
-    let row_count = rows.len() as u64;
-    let mut pairs = Vec::with_capacity(MEASURE_BATCH);
+    let in_range = |i: u32| {
+        let a = waypoints[i as usize];
+        (0..n).filter(move |&j| j != i && a.distance_squared(waypoints[j as usize]) <= r2)
+    };
+    let total: u64 = rows.clone().map(|i| in_range(i).count() as u64).sum();
+    let batch = batch.clamp(1, MEASURE_BATCH);
+    progress(0, total);
+    let mut done = 0u64;
+    let mut pairs = Vec::with_capacity(batch);
     let mut run = |pairs: &mut Vec<(u32, u32)>| -> Result<()> {
         if pairs.is_empty() {
             return Ok(());
@@ -171,20 +180,18 @@ pub(crate) fn measure_rows(
             })?;
             sink(i, j, r)?;
         }
+        done += pairs.len() as u64;
+        progress(done, total);
         pairs.clear();
         Ok(())
     };
-    for (done, i) in rows.enumerate() {
-        let a = waypoints[i as usize];
-        for j in (0..n).filter(|&j| j != i) {
-            if a.distance_squared(waypoints[j as usize]) <= r2 {
-                pairs.push((i, j));
-                if pairs.len() == MEASURE_BATCH {
-                    run(&mut pairs)?;
-                }
+    for i in rows {
+        for j in in_range(i) {
+            pairs.push((i, j));
+            if pairs.len() == batch {
+                run(&mut pairs)?;
             }
         }
-        progress(done as u64 + 1, row_count);
     }
     run(&mut pairs)
 }

@@ -166,6 +166,7 @@ pub fn precompute(
             &waypoints,
             params.range,
             shard,
+            crate::intervis::measure::pairs_per_call(engine),
             m,
             |d, t| progress(Stage::Intervis, d, t),
         )?),
@@ -220,7 +221,7 @@ pub fn precompute_to_file(
         intervis::measure_rows(
             &waypoints,
             params.range,
-            shard,
+            (shard, crate::intervis::measure::pairs_per_call(engine)),
             m,
             |d, t| progress(Stage::Intervis, d, t),
             |i, j, r| w.push_intervis(i, j, &r),

@@ -7,8 +7,9 @@ use sightline::{Engine, Scene};
 use std::path::{Path, PathBuf};
 
 /// Line of sight (and intervis when `measure` is given) on the nav graph's nodes, with the
-/// graph's edges stored beside them, with a progress bar and an estimate of time left; streams
-/// the table to `out` and returns it mapped.
+/// graph's edges stored beside them, with a progress bar (items done, per second, time left)
+/// and, every ten seconds of the intervis stage, a log line with the same figures (for logs,
+/// where the bar is not drawn); streams the table to `out` and returns it mapped.
 #[allow(clippy::too_many_arguments)]
 pub fn precompute(
     engine: &Engine,
@@ -23,11 +24,12 @@ pub fn precompute(
     let bar = indicatif::ProgressBar::new(1);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
-            "{msg:>14} [{bar:40}] {pos}/{len} ({percent}%, {eta} left)",
+            "{msg:>14} [{bar:40}] {pos}/{len} ({percent}%, {per_sec}, {eta} left)",
         )?
         .progress_chars("=> "),
     );
     let t = std::time::Instant::now();
+    let mut log = Progress::default();
     let params = PrecomputeParams {
         waypoints: Some(graph.nodes().to_vec()),
         edges: Some(graph.edges().to_vec()),
@@ -52,6 +54,9 @@ pub fn precompute(
                 bar.set_length(total);
             }
             bar.set_position(done);
+            if stage == Stage::Intervis {
+                bar.suspend(|| log.pairs(done, total));
+            }
         },
     )?;
     bar.finish_and_clear();
@@ -62,6 +67,33 @@ pub fn precompute(
         out.display()
     );
     Ok(table)
+}
+
+/// Log lines of the intervis stage's progress: pairs done, pairs per second, time left, at
+/// most every ten seconds and at the end.
+#[derive(Default)]
+struct Progress {
+    start: Option<std::time::Instant>,
+    last: Option<std::time::Instant>,
+}
+
+impl Progress {
+    fn pairs(&mut self, done: u64, total: u64) {
+        let now = std::time::Instant::now();
+        let start = *self.start.get_or_insert(now);
+        let due = self.last.is_none_or(|l| now - l >= std::time::Duration::from_secs(10));
+        if !(due || done == total) || done == 0 {
+            return;
+        }
+        self.last = Some(now);
+        let secs = (now - start).as_secs_f64().max(1e-9);
+        let rate = done as f64 / secs;
+        let left = (total - done) as f64 / rate.max(1e-9);
+        log::info!(
+            "intervis: {done}/{total} pairs ({:.1} %), {rate:.0} pairs/s, {left:.0} s left",
+            done as f64 * 100.0 / total.max(1) as f64
+        );
+    }
 }
 
 pub fn inspect(path: &Path) -> AnyResult<()> {

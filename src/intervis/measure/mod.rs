@@ -175,6 +175,18 @@ pub struct IntervisPair {
 /// Largest number of pairs one call accepts.
 pub const MAX_PAIRS: usize = 1 << 24;
 
+/// Pairs per [`measure`] call that keep a stream of calls (a table's precomputation) busy on
+/// `engine` and its progress moving: on a GPU the most a fill's reduction dispatch takes
+/// (`atlas::FILL_JOBS`) twice over, so a call is at most a few atlas fills in one submission;
+/// on the CPU 4,096 per thread (the twin's cost per pair is bounded by the pixel budget).
+#[must_use]
+pub fn pairs_per_call(engine: &Engine) -> usize {
+    match engine.gpu() {
+        Some(_) => 2 * atlas::FILL_JOBS,
+        None => 4096 * rayon::current_num_threads(),
+    }
+}
+
 /// Intervis records of `pairs`, in order: on the GPU when the engine has one (render and
 /// stencil passes reduced by a compute pass, see the module docs), else the CPU twin
 /// [`measure_ray_cast`]. The scene geometry is uploaded once per scene revision and mask (a
