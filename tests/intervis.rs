@@ -781,3 +781,30 @@ fn moving_an_object_uploads_its_tier_again_and_the_records_follow() {
         "the wall no longer hides the targets behind it"
     );
 }
+
+#[test]
+fn one_submission_and_one_wait_whatever_the_pair_count() {
+    let Some(engine) = gpu::gpu_engine() else {
+        return;
+    };
+    let tracer = engine.gpu().unwrap();
+    let scene = procedural::urban(1, 1);
+    let params = IntervisParams::default();
+    // 1 pair, 1,000 pairs, and 16,000 pairs (20 targets per observer, 5-60 m away): the last
+    // needs more than one fill of the atlas, all in the one command buffer.
+    let many = urban_pairs(&scene, 800, 20);
+    let mut fills = Vec::new();
+    for n in [1, 1000, many.len()] {
+        let pairs = &many[..n];
+        let pass = IntervisPass::prepare(tracer, &scene, pairs, &params).unwrap();
+        fills.push(pass.fills());
+        drop(pass);
+        let (records, c) = counted(&engine, || measure(&engine, &scene, pairs, &params).unwrap());
+        assert_eq!(records.len(), n);
+        assert_eq!((c.submissions, c.waits), (1, 1), "{n} pairs: {c}");
+        let record = size_of::<IntervisRecord>() as u64;
+        assert!(c.bytes_read_back <= (n as u64 + 256) * record + 4, "{n} pairs: {c}");
+    }
+    println!("1, 1000 and {} pairs in {fills:?} fills: one submission and one wait each", many.len());
+    assert!(fills[2] > 1, "{fills:?}: the large call fits one fill");
+}

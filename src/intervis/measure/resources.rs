@@ -266,11 +266,17 @@ pub(super) struct Groups {
 }
 
 impl Workspace {
-    /// An idle workspace from `pool` whose atlases are at least `side` pixels square, or a new
-    /// one of `side`.
+    /// An idle workspace from `pool` whose atlas is at least `side` pixels square (another
+    /// idle one gets a new atlas of `side`), or a new one.
     pub fn take(tracer: &GpuTracer, pool: &Pool<Workspace>, side: u32) -> Self {
-        pool.take(|w: &Workspace| w.atlas.side >= side)
-            .unwrap_or_else(|| Workspace::new(tracer, side))
+        let Some(mut w) = pool.take(|w: &Workspace| w.atlas.side >= side) else {
+            return Workspace::new(tracer, side);
+        };
+        if w.atlas.side < side {
+            w.atlas = Atlas::new(tracer, side);
+            w.groups = None;
+        }
+        w
     }
 
     /// The atlas side.
