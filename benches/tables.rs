@@ -5,6 +5,7 @@
 //! ```text
 //! WGPU_BACKEND=vulkan cargo bench --bench tables
 //! WGPU_BACKEND=vulkan cargo bench --bench tables -- tables/los_gpu   # the GPU table alone
+//! WGPU_BACKEND=vulkan cargo bench --bench tables -- tables/intervis  # 1,000 random pairs, rows
 //! ```
 //!
 //! Darken, McCue and Guerrero baselines (Intel Q6600, 2009 GPU): 7.16M line-of-sight pairs in 0.298 h; intervis
@@ -111,6 +112,65 @@ fn benches(c: &mut Criterion) {
 
     read_back(c, &table, file_bytes);
     intervis(c, &scene, &pairs, &params, gpu.as_ref());
+    let rows = observer_rows(&waypoints, los_params.eye_height, ROW_PAIRS);
+    intervis_rows(c, &scene, &rows, &params, gpu.as_ref());
+}
+
+/// Pairs per measured call of the precomputation's shape.
+const ROW_PAIRS: usize = 8192;
+
+/// A precomputation's access pattern: whole observer rows (every waypoint within 30 m of the
+/// observer, `precompute --range 30`), observers spread over the waypoints, `count` pairs.
+fn observer_rows(w: &[Vec3], eye_height: f32, count: usize) -> Vec<IntervisPair> {
+    let mut out = Vec::with_capacity(count);
+    'rows: for i in (0..w.len()).step_by(97) {
+        for (j, &t) in w.iter().enumerate() {
+            if j != i && w[i].distance_squared(t) <= 900.0 {
+                out.push(IntervisPair {
+                    observer: w[i] + Vec3::Y * eye_height,
+                    target: t,
+                    posture: Posture::Standing,
+                });
+                if out.len() == count {
+                    break 'rows;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Intervis of observer rows (`observer_rows`): the CPU twin and the GPU pass.
+fn intervis_rows(
+    c: &mut Criterion,
+    scene: &Scene,
+    pairs: &[IntervisPair],
+    params: &IntervisParams,
+    gpu: Option<&Engine>,
+) {
+    let cpu = Engine::cpu();
+    let mut g = c.benchmark_group("tables/intervis_rows_urban");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(10));
+    g.throughput(Throughput::Elements(pairs.len() as u64));
+    g.bench_function("cpu_twin", |b| {
+        b.iter(|| black_box(measure_ray_cast(&cpu, scene, pairs, params).unwrap()))
+    });
+    if let Some(gpu) = gpu {
+        g.bench_function("gpu", |b| {
+            b.iter(|| black_box(measure(gpu, scene, pairs, params).unwrap()))
+        });
+        let before = gpu.counters().operation("intervis");
+        black_box(measure(gpu, scene, pairs, params).unwrap());
+        let once = gpu.counters().operation("intervis").since(&before);
+        eprintln!(
+            "tables/intervis_rows_urban/gpu: {} pairs of observer rows within 30 m; one \
+             repeated call: {once}",
+            pairs.len()
+        );
+    }
+    g.finish();
 }
 
 /// Reading the table back: the strict reader (every section checked: sees lists against the

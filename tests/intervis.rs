@@ -799,12 +799,20 @@ fn one_submission_and_one_wait_whatever_the_pair_count() {
         let pass = IntervisPass::prepare(tracer, &scene, pairs, &params).unwrap();
         fills.push(pass.fills());
         drop(pass);
-        let (records, c) = counted(&engine, || measure(&engine, &scene, pairs, &params).unwrap());
+        let (records, c) = counted(&engine, || {
+            measure(&engine, &scene, pairs, &params).unwrap()
+        });
         assert_eq!(records.len(), n);
         assert_eq!((c.submissions, c.waits), (1, 1), "{n} pairs: {c}");
         let record = size_of::<IntervisRecord>() as u64;
-        assert!(c.bytes_read_back <= (n as u64 + 256) * record + 4, "{n} pairs: {c}");
+        assert!(
+            c.bytes_read_back <= (n as u64 + 256) * record + 4,
+            "{n} pairs: {c}"
+        );
     }
-    println!("1, 1000 and {} pairs in {fills:?} fills: one submission and one wait each", many.len());
+    println!(
+        "1, 1000 and {} pairs in {fills:?} fills: one submission and one wait each",
+        many.len()
+    );
     assert!(fills[2] > 1, "{fills:?}: the large call fits one fill");
 }

@@ -69,9 +69,16 @@ fn capped_error(name: &str, scene: &Scene, pairs: &[IntervisPair]) -> (usize, f3
         let d_c = (c.contrast - u.contrast).abs();
         (worst_n, worst_o, worst_c) = (worst_n.max(dn), worst_o.max(d_o), worst_c.max(d_c));
         let ok = dn <= 1.0 && d_o <= MAX_BOX_PIXELS_ERROR && d_c <= MAX_BOX_PIXELS_ERROR;
-        assert!(ok, "{name} pair {k} {:?}:\n  capped {c:?}\n  whole  {u:?}", pairs[k]);
+        assert!(
+            ok,
+            "{name} pair {k} {:?}:\n  capped {c:?}\n  whole  {u:?}",
+            pairs[k]
+        );
         let ds = (c.solid_angle - u.solid_angle).abs() / u.solid_angle;
-        assert!(ds <= MAX_BOX_PIXELS_ERROR, "{name} pair {k}: solid angle {ds}");
+        assert!(
+            ds <= MAX_BOX_PIXELS_ERROR,
+            "{name} pair {k}: solid angle {ds}"
+        );
     }
     println!(
         "{name}: {n} of {} close pairs capped with 100+ exposed pixels, all within the stated \
@@ -102,14 +109,20 @@ fn gpu_agrees(name: &str, scene: &Scene, pairs: &[IntervisPair]) {
             && (g.occlusion - c.occlusion).abs() <= 0.02 + 2.0 * scale / seen;
         assert!(ok, "{name} pair {k}:\n  gpu {g:?}\n  cpu {c:?}");
     }
-    println!("{name}: GPU agrees with the CPU twin on {} close pairs ({capped} capped)", g.len());
+    println!(
+        "{name}: GPU agrees with the CPU twin on {} close pairs ({capped} capped)",
+        g.len()
+    );
     assert!(capped > 10, "{name}: only {capped} capped pairs");
 }
 
 fn check(name: &str, scene: &Scene, spacing: f32) {
     let pairs = close_pairs(scene, spacing, 400);
     let (n, ..) = capped_error(name, scene, &pairs);
-    assert!(n >= 20, "{name}: only {n} capped pairs with 100+ exposed pixels");
+    assert!(
+        n >= 20,
+        "{name}: only {n} capped pairs with 100+ exposed pixels"
+    );
     gpu_agrees(name, scene, &pairs);
 }
 

@@ -129,10 +129,17 @@ pub fn compute_intervis(
     progress: impl FnMut(u64, u64),
 ) -> Result<IntervisTable> {
     let mut entries = Vec::new();
-    measure_rows(waypoints, range, (shard, batch), measure, progress, |i, j, r| {
-        entries.push((i, j, super::quantise(&r)));
-        Ok(())
-    })?;
+    measure_rows(
+        waypoints,
+        range,
+        (shard, batch),
+        measure,
+        progress,
+        |i, j, r| {
+            entries.push((i, j, super::quantise(&r)));
+            Ok(())
+        },
+    )?;
     Ok(IntervisTable { entries })
 }
 

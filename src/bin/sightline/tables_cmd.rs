@@ -81,7 +81,9 @@ impl Progress {
     fn pairs(&mut self, done: u64, total: u64) {
         let now = std::time::Instant::now();
         let start = *self.start.get_or_insert(now);
-        let due = self.last.is_none_or(|l| now - l >= std::time::Duration::from_secs(10));
+        let due = self
+            .last
+            .is_none_or(|l| now - l >= std::time::Duration::from_secs(10));
         if !(due || done == total) || done == 0 {
             return;
         }

@@ -8,11 +8,13 @@
 //! 1. **Views.** Pairs are grouped by observer. Each group is covered by square views of
 //!    `fov_degrees` and `resolution` ([`IntervisParams`]): a view looks from the eye at the
 //!    centre of the first unplaced target's bounds (so that target is centred), and every
-//!    later target of the same observer whose padded box fits entirely inside it joins it.
-//!    The scene is rendered once per view (Darken, McCue and Guerrero: once per observer and sector), the
-//!    targets are harvested from it. A target's pixel count therefore depends a little on
-//!    where in the view it lands (a pinhole view stretches off-axis targets by up to
-//!    `1 / cos^3` of the off-axis angle); [`IntervisRecord::solid_angle`] does not.
+//!    later target of the same observer whose padded box fits entirely inside it joins it
+//!    (Darken, McCue and Guerrero render once per observer and sector; here a view fixes the
+//!    pixel grid, and each target's box of it is rendered, see the GPU below). A target's pixel
+//!    count therefore depends a little on where in the view it lands (a pinhole view stretches
+//!    off-axis targets by up to `1 / cos^3` of the off-axis angle);
+//!    [`IntervisRecord::solid_angle`] does not. A target whose box would exceed the pixel
+//!    budget ([`IntervisParams::max_box_pixels`]) gets a view of its own at a lower resolution.
 //! 2. **Target.** [`humanoid`] in the pair's posture, `target_height` tall, feet at the
 //!    target point, turned to face the observer (prone: lying along the line toward the
 //!    observer, head first).
@@ -41,11 +43,13 @@
 //!    the pixel centre's offset from the view centre). See [`IntervisRecord`] for the
 //!    degenerate cases.
 //!
-//! - GPU ([`measure`] on a GPU engine, `gpu.rs`, `shaders/intervis_render.wgsl`,
-//!   `shaders/intervis_reduce.wgsl`): a render pass per view writes the scene's brightness
-//!   and depth; per target a render pass restores that depth inside the target's box into a
-//!   Depth24PlusStencil8 layer and draws the target with the stencil operations above; one
-//!   compute workgroup per target reduces its box. Only the 48-byte records come back.
+//! - GPU ([`measure`] on a GPU engine, `gpu.rs`, `atlas.rs`, `shaders/intervis_render.wgsl`,
+//!   `shaders/intervis_reduce.wgsl`): the whole batch in one submission and one wait. Every
+//!   target's box is a tile of an atlas (brightness, Depth24PlusStencil8); one render pass
+//!   per atlas fill draws each tile's scene triangles (culled on the CPU to the box's frustum
+//!   and to triangles that can cover a pixel centre, through one index buffer) and then every
+//!   humanoid (one instanced draw per posture) with the stencil operations above; one compute
+//!   workgroup per tile reduces its box. Only the 48-byte records come back.
 //! - CPU twin ([`measure_ray_cast`], `cpu.rs`): the same views, boxes and shading by casting
 //!   every pixel centre of every box: the scene through [`Engine::closest_hit`], the target
 //!   through its own small BVH with the watertight test of `trace::cpu`.

@@ -39,11 +39,13 @@ pub(super) const OP: &str = "intervis";
 pub struct IntervisPass {
     /// Number of pairs.
     len: usize,
-    /// The pair and pixel scale of each target slot (`None`: an alignment gap).
-    slots: Vec<Option<(usize, f32)>>,
+    slots: Slots,
     work: Option<Work>,
     receipt: Receipt,
 }
+
+/// The pair and pixel scale of each tile slot (`None`: an alignment gap).
+type Slots = Vec<Option<(usize, f32)>>;
 
 /// The GPU side of a pass.
 pub(super) struct Work {
@@ -265,7 +267,7 @@ impl Work {
         receipt: &Receipt,
         layout: Layout,
         params: &IntervisParams,
-    ) -> Result<(Work, Vec<Option<(usize, f32)>>)> {
+    ) -> Result<(Work, Slots)> {
         let window = (layout.fills.iter())
             .map(|f| f.tiles.len())
             .max()

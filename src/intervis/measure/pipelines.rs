@@ -72,12 +72,7 @@ impl Kit {
                 source: wgpu::ShaderSource::Wgsl(source.into()),
             })
         };
-        let (v, f, c) = (
-            wgpu::ShaderStages::VERTEX,
-            wgpu::ShaderStages::FRAGMENT,
-            wgpu::ShaderStages::COMPUTE,
-        );
-        let float = wgpu::TextureSampleType::Float { filterable: false };
+        let (v, f) = (wgpu::ShaderStages::VERTEX, wgpu::ShaderStages::FRAGMENT);
         let render_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("intervis render"),
             entries: &[
@@ -144,28 +139,7 @@ impl Kit {
                 stencil(Always, Keep, IncrementClamp, Replace),
             ),
         });
-        let reduce_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("intervis reduce"),
-            entries: &[
-                layout_entry(0, c, uniform(32)),
-                layout_entry(1, c, windowed(true, size_of::<Tile>())),
-                layout_entry(2, c, texture(wgpu::TextureSampleType::Uint)),
-                layout_entry(3, c, texture(float)),
-                layout_entry(4, c, windowed(false, size_of::<IntervisRecord>())),
-            ],
-        });
-        let reduce_module = module(
-            "intervis_reduce",
-            include_str!("../../../shaders/intervis_reduce.wgsl"),
-        );
-        let reduce = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("intervis reduce"),
-            layout: Some(&pipeline_layout("intervis reduce", &[Some(&reduce_layout)])),
-            module: &reduce_module,
-            entry_point: Some("intervis_reduce"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
+        let (reduce_layout, reduce) = reduce_pipeline(device);
         Kit {
             render_layout,
             scene,
@@ -174,6 +148,42 @@ impl Kit {
             reduce,
         }
     }
+}
+
+/// The reduction's layout and pipeline.
+fn reduce_pipeline(device: &wgpu::Device) -> (wgpu::BindGroupLayout, wgpu::ComputePipeline) {
+    let c = wgpu::ShaderStages::COMPUTE;
+    let float = wgpu::TextureSampleType::Float { filterable: false };
+    let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: Some("intervis reduce"),
+        entries: &[
+            layout_entry(0, c, uniform(32)),
+            layout_entry(1, c, windowed(true, size_of::<Tile>())),
+            layout_entry(2, c, texture(wgpu::TextureSampleType::Uint)),
+            layout_entry(3, c, texture(float)),
+            layout_entry(4, c, windowed(false, size_of::<IntervisRecord>())),
+        ],
+    });
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("intervis_reduce"),
+        source: wgpu::ShaderSource::Wgsl(
+            include_str!("../../../shaders/intervis_reduce.wgsl").into(),
+        ),
+    });
+    let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some("intervis reduce"),
+        bind_group_layouts: &[Some(&layout)],
+        immediate_size: 0,
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("intervis reduce"),
+        layout: Some(&pipeline_layout),
+        module: &module,
+        entry_point: Some("intervis_reduce"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    (layout, pipeline)
 }
 
 /// The same stencil operations on both faces.
