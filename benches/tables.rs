@@ -111,9 +111,9 @@ fn benches(c: &mut Criterion) {
     g.finish();
 
     read_back(c, &table, file_bytes);
-    intervis(c, &scene, &pairs, &params, gpu.as_ref());
+    intervis(c, "tables/intervis_urban", &scene, &pairs, &params, gpu.as_ref());
     let rows = observer_rows(&waypoints, los_params.eye_height, ROW_PAIRS);
-    intervis_rows(c, &scene, &rows, &params, gpu.as_ref());
+    intervis(c, "tables/intervis_rows_urban", &scene, &rows, &params, gpu.as_ref());
 }
 
 /// Pairs per measured call of the precomputation's shape.
@@ -140,38 +140,6 @@ fn observer_rows(w: &[Vec3], eye_height: f32, count: usize) -> Vec<IntervisPair>
     out
 }
 
-/// Intervis of observer rows (`observer_rows`): the CPU twin and the GPU pass.
-fn intervis_rows(
-    c: &mut Criterion,
-    scene: &Scene,
-    pairs: &[IntervisPair],
-    params: &IntervisParams,
-    gpu: Option<&Engine>,
-) {
-    let cpu = Engine::cpu();
-    let mut g = c.benchmark_group("tables/intervis_rows_urban");
-    g.sample_size(10)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(10));
-    g.throughput(Throughput::Elements(pairs.len() as u64));
-    g.bench_function("cpu_twin", |b| {
-        b.iter(|| black_box(measure_ray_cast(&cpu, scene, pairs, params).unwrap()))
-    });
-    if let Some(gpu) = gpu {
-        g.bench_function("gpu", |b| {
-            b.iter(|| black_box(measure(gpu, scene, pairs, params).unwrap()))
-        });
-        let before = gpu.counters().operation("intervis");
-        black_box(measure(gpu, scene, pairs, params).unwrap());
-        let once = gpu.counters().operation("intervis").since(&before);
-        eprintln!(
-            "tables/intervis_rows_urban/gpu: {} pairs of observer rows within 30 m; one \
-             repeated call: {once}",
-            pairs.len()
-        );
-    }
-    g.finish();
-}
 
 /// Reading the table back: the strict reader (every section checked: sees lists against the
 /// bits, finite fields, reserved bytes) and the memory map (checksum and structure, rows on
@@ -197,21 +165,22 @@ fn read_back(c: &mut Criterion, table: &TableFile, file_bytes: usize) {
     std::fs::remove_file(&path).ok();
 }
 
-/// Intervis of `PAIRS` random waypoint pairs: the CPU twin and the GPU pass, then the counters
-/// of one repeated GPU call.
+/// Intervis of `pairs` (group `name`): the CPU twin and the GPU pass, then the counters of
+/// one repeated GPU call.
 fn intervis(
     c: &mut Criterion,
+    name: &str,
     scene: &Scene,
     pairs: &[IntervisPair],
     params: &IntervisParams,
     gpu: Option<&Engine>,
 ) {
     let cpu = Engine::cpu();
-    let mut g = c.benchmark_group("tables/intervis_urban");
+    let mut g = c.benchmark_group(name);
     g.sample_size(10)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(8));
-    g.throughput(Throughput::Elements(PAIRS as u64));
+    g.throughput(Throughput::Elements(pairs.len() as u64));
     g.bench_function("cpu_twin", |b| {
         b.iter(|| black_box(measure_ray_cast(&cpu, scene, pairs, params).unwrap()))
     });
@@ -227,14 +196,16 @@ fn intervis(
         black_box(measure(gpu, scene, pairs, params).unwrap());
         let once = gpu.counters().operation("intervis").since(&before);
         eprintln!(
-            "tables/intervis_urban/gpu: {PAIRS} pairs, {} scene triangles; one repeated call: \
-             {once}, buffers {}, textures {}, staging writes {}",
+            "{name}/gpu: {} pairs, {} scene triangles; one repeated call: {once}, buffers {}, \
+             textures {}, staging writes {}",
+            pairs.len(),
             scene.triangle_count(),
             once.buffers_created,
             once.textures_created,
             once.staging_writes
         );
     }
+}
 }
 
 /// The old way to build a table on the GPU, kept as the peer of the `los_table` kernel: a
