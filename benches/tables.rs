@@ -111,9 +111,23 @@ fn benches(c: &mut Criterion) {
     g.finish();
 
     read_back(c, &table, file_bytes);
-    intervis(c, "tables/intervis_urban", &scene, &pairs, &params, gpu.as_ref());
+    intervis(
+        c,
+        "tables/intervis_urban",
+        &scene,
+        &pairs,
+        &params,
+        gpu.as_ref(),
+    );
     let rows = observer_rows(&waypoints, los_params.eye_height, ROW_PAIRS);
-    intervis(c, "tables/intervis_rows_urban", &scene, &rows, &params, gpu.as_ref());
+    intervis(
+        c,
+        "tables/intervis_rows_urban",
+        &scene,
+        &rows,
+        &params,
+        gpu.as_ref(),
+    );
 }
 
 /// Pairs per measured call of the precomputation's shape.
@@ -139,7 +153,6 @@ fn observer_rows(w: &[Vec3], eye_height: f32, count: usize) -> Vec<IntervisPair>
     }
     out
 }
-
 
 /// Reading the table back: the strict reader (every section checked: sees lists against the
 /// bits, finite fields, reserved bytes) and the memory map (checksum and structure, rows on
@@ -205,7 +218,6 @@ fn intervis(
             once.staging_writes
         );
     }
-}
 }
 
 /// The old way to build a table on the GPU, kept as the peer of the `los_table` kernel: a
