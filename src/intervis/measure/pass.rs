@@ -51,7 +51,7 @@ type Slots = Vec<Option<(usize, f32)>>;
 pub(super) struct Work {
     pub geometry: Geometry,
     pub fills: Vec<Fill>,
-    /// Target slots in use (records to read back).
+    /// Tile slots in use, alignment gaps included (records to read back).
     pub slots: usize,
     pub copies: Copies,
     /// Sky brightness (the atlas' clear value).
@@ -78,9 +78,10 @@ impl Drop for Work {
 
 impl IntervisPass {
     /// Validates `pairs` and `params`, plans the views, uploads the scene triangles of
-    /// `params.mask` and the target meshes unless they are on the GPU already, writes every
-    /// group's uniforms and jobs, and binds them. All resources are created inside error
-    /// scopes: running out of GPU memory is an error.
+    /// `params.mask` and the target meshes unless they are on the GPU already, lays the boxes
+    /// out in the atlas (culling each tile's scene triangles), writes the tiles and indices,
+    /// and binds them. All resources are created inside error scopes: running out of GPU
+    /// memory is an error.
     pub fn prepare(
         tracer: &GpuTracer,
         scene: &Scene,
@@ -139,7 +140,7 @@ impl IntervisPass {
              {side}^2 atlas, {} scene triangles, {} scene vertices drawn: {:?}",
             pairs.len(),
             plan.views.len(),
-            work.slots,
+            jobs.len(),
             work.fills.len(),
             work.geometry.scene_triangles(),
             work.scene_vertices(),
