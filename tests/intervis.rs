@@ -349,6 +349,14 @@ fn bad_input_is_rejected() {
                 padding: f32::NAN,
                 ..p
             },
+            IntervisParams {
+                max_box_pixels: 0,
+                ..p
+            },
+            IntervisParams {
+                max_box_pixels: u32::MAX,
+                ..p
+            },
         ] {
             assert!(matches!(
                 measure(e, &scene, &[ok], &bad),

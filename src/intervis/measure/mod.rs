@@ -503,7 +503,7 @@ fn over_budget(b: &PixelBox, params: &IntervisParams) -> bool {
 fn capped(view: &View, mesh: &Mesh, t: &mut Placed, params: &IntervisParams) -> View {
     let full = t.bbox.map_or(1, |b| b.pixels()) as f32;
     let mut res = ((view.resolution as f32 * (params.max_box_pixels as f32 / full).sqrt()) as u32)
-        .clamp(1, view.resolution - 1);
+        .clamp(1, view.resolution.saturating_sub(1).max(1));
     loop {
         let coarse = View {
             focal: focal(res, params.fov_degrees),
