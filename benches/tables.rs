@@ -56,22 +56,7 @@ fn benches(c: &mut Criterion) {
     )
     .unwrap();
     let file_bytes = table.to_bytes().unwrap().len();
-    let mut rng = SplitMix64(3);
-    let pairs: Vec<IntervisPair> = (0..PAIRS)
-        .map(|_| loop {
-            let (i, j) = (
-                (rng.next_u64() % n as u64) as usize,
-                (rng.next_u64() % n as u64) as usize,
-            );
-            if i != j {
-                break IntervisPair {
-                    observer: waypoints[i] + Vec3::Y * los_params.eye_height,
-                    target: waypoints[j],
-                    posture: Posture::Standing,
-                };
-            }
-        })
-        .collect();
+    let pairs = random_pairs(&waypoints, los_params.eye_height);
     let params = IntervisParams::standard();
     let sample = measure_ray_cast(&cpu, &scene, &pairs, &params).unwrap();
     let exposed = sample.iter().filter(|r| r.exposed > 0).count() as f64 / PAIRS as f64;
@@ -128,6 +113,24 @@ fn benches(c: &mut Criterion) {
         &params,
         gpu.as_ref(),
     );
+}
+
+/// `PAIRS` seeded random ordered pairs of distinct waypoints, standing targets.
+fn random_pairs(w: &[Vec3], eye_height: f32) -> Vec<IntervisPair> {
+    let mut rng = SplitMix64(3);
+    let mut pick = || (rng.next_u64() % w.len() as u64) as usize;
+    (0..PAIRS)
+        .map(|_| loop {
+            let (i, j) = (pick(), pick());
+            if i != j {
+                break IntervisPair {
+                    observer: w[i] + Vec3::Y * eye_height,
+                    target: w[j],
+                    posture: Posture::Standing,
+                };
+            }
+        })
+        .collect()
 }
 
 /// Pairs per measured call of the precomputation's shape.

@@ -1,7 +1,7 @@
 // Intervis reduction (Darken, McCue and Guerrero): one workgroup per tile of a batch fill
 // reduces the target's padded box in the atlas to an IntervisRecord.
 // Self-contained (no common.wgsl). Rust twins: `intervis::IntervisRecord`,
-// `intervis::measure::gpu::{Light, Tile}`; the CPU twin of the reduction is
+// `intervis::measure::gpu::Tile`; the CPU twin of the reduction is
 // `intervis::measure::Sums` (same fields, same `finish`).
 //
 // Per pixel of the box: stencil >= 127 is exposed (adds its brightness, the target's, and
@@ -11,13 +11,6 @@
 // into workgroup memory; after one barrier invocation 0 adds the shares in order and writes
 // the record. Sums are f32 and their order is fixed, so a record is deterministic on a given
 // device.
-
-struct Light {
-    sun: vec4<f32>,
-    sky: f32,
-    target_albedo: f32,
-    atlas: vec2<f32>,
-}
 
 struct Tile {
     view_proj: mat4x4<f32>,
@@ -42,7 +35,6 @@ struct IntervisRecord {
     _pad2: u32,
 }
 
-@group(0) @binding(0) var<uniform> light: Light;
 // The fill's tiles and records (dynamic offsets): workgroup w reduces tile w.
 @group(0) @binding(1) var<storage, read> tiles: array<Tile>;
 @group(0) @binding(2) var stencil: texture_2d<u32>;

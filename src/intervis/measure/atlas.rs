@@ -254,18 +254,11 @@ fn cull(tiers: [&Tier; 2], geometry: &Geometry, view: &View, u: PixelBox) -> Vec
 /// centre of `u`. Such a triangle makes no fragment; most distant ground triangles are
 /// smaller than a pixel, and skipping them here saves their setup on the GPU.
 fn covers_a_centre(view: &View, u: PixelBox, tri: [Vec3; 3]) -> bool {
-    let c = view.resolution as f32 * 0.5;
     let (mut lo, mut hi) = (Vec2::INFINITY, Vec2::NEG_INFINITY);
     for p in tri {
-        let d = p - view.eye;
-        let z = d.dot(view.forward);
-        if z < super::NEAR {
+        let Some(q) = view.project(p) else {
             return true;
-        }
-        let q = Vec2::new(
-            c + view.focal * d.dot(view.right) / z,
-            c - view.focal * d.dot(view.up) / z,
-        );
+        };
         (lo, hi) = (lo.min(q), hi.max(q));
     }
     const GROW: f32 = 0.01;

@@ -19,7 +19,7 @@ use super::View;
 use bytemuck::{Pod, Zeroable};
 use glam::{DMat4, DVec3, DVec4, Mat4, Vec3};
 
-/// Lighting and atlas constants. Mirrors `struct Light` in both intervis shaders.
+/// Lighting and atlas constants. Mirrors `struct Light` in `shaders/intervis_render.wgsl`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 pub struct Light {

@@ -56,22 +56,17 @@ fn texture(sample_type: wgpu::TextureSampleType) -> wgpu::BindingType {
 /// What a render pipeline differs in.
 struct Stage<'a> {
     label: &'a str,
-    layout: &'a wgpu::PipelineLayout,
     vertex: &'a str,
     fragment: &'a str,
     buffers: &'a [Option<wgpu::VertexBufferLayout<'a>>],
     cull: Option<wgpu::Face>,
-    depth: wgpu::DepthStencilState,
+    /// Depth compare (depth writes on, `STENCIL_FORMAT`) and stencil state.
+    compare: wgpu::CompareFunction,
+    stencil: wgpu::StencilState,
 }
 
 impl Kit {
     pub(super) fn new(device: &wgpu::Device) -> Kit {
-        let module = |label, source: &str| {
-            device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(label),
-                source: wgpu::ShaderSource::Wgsl(source.into()),
-            })
-        };
         let (v, f) = (wgpu::ShaderStages::VERTEX, wgpu::ShaderStages::FRAGMENT);
         let render_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("intervis render"),
@@ -80,26 +75,18 @@ impl Kit {
                 layout_entry(1, v, windowed(true, size_of::<Tile>())),
             ],
         });
-        let render = module(
-            "intervis_render",
-            include_str!("../../../shaders/intervis_render.wgsl"),
-        );
-        let pipeline_layout = |label, groups: &[Option<&wgpu::BindGroupLayout>]| {
-            device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                label: Some(label),
-                bind_group_layouts: groups,
-                immediate_size: 0,
-            })
-        };
-        let layout = pipeline_layout("intervis render", &[Some(&render_layout)]);
-        let pipeline = |s: Stage| render_pipeline(device, &render, s);
-        let depth = |format, compare, stencil| wgpu::DepthStencilState {
-            format,
-            depth_write_enabled: Some(true),
-            depth_compare: Some(compare),
-            stencil,
-            bias: Default::default(),
-        };
+        let render = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("intervis_render"),
+            source: wgpu::ShaderSource::Wgsl(
+                include_str!("../../../shaders/intervis_render.wgsl").into(),
+            ),
+        });
+        let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("intervis render"),
+            bind_group_layouts: &[Some(&render_layout)],
+            immediate_size: 0,
+        });
+        let pipeline = |s: Stage| render_pipeline(device, &render, &layout, s);
         use wgpu::CompareFunction::{Always, Greater, GreaterEqual};
         use wgpu::StencilOperation::{IncrementClamp, Keep, Replace};
         // Scene vertices: position, then the normal with the albedo in w; target vertices:
@@ -116,28 +103,24 @@ impl Kit {
         })];
         let scene = pipeline(Stage {
             label: "intervis scene",
-            layout: &layout,
             vertex: "intervis_render_scene_vertex",
             fragment: "intervis_render_scene_fragment",
             buffers: &scene_vertices,
             cull: None,
-            depth: depth(STENCIL_FORMAT, Greater, Default::default()),
+            compare: Greater,
+            stencil: Default::default(),
         });
         // Darken, McCue and Guerrero's stencil: 127 where the depth test passes, +1 where it fails.
         let target = pipeline(Stage {
             label: "intervis target",
-            layout: &layout,
             vertex: "intervis_render_target_vertex",
             fragment: "intervis_render_target_fragment",
             buffers: &target_vertices,
             // The humanoid is closed and wound outward: its nearest surface along any ray from
             // outside is a front face, so back faces never change a pixel's class.
             cull: Some(wgpu::Face::Back),
-            depth: depth(
-                STENCIL_FORMAT,
-                GreaterEqual,
-                stencil(Always, Keep, IncrementClamp, Replace),
-            ),
+            compare: GreaterEqual,
+            stencil: stencil(Always, Keep, IncrementClamp, Replace),
         });
         let (reduce_layout, reduce) = reduce_pipeline(device);
         Kit {
@@ -157,7 +140,6 @@ fn reduce_pipeline(device: &wgpu::Device) -> (wgpu::BindGroupLayout, wgpu::Compu
     let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
         label: Some("intervis reduce"),
         entries: &[
-            layout_entry(0, c, uniform(32)),
             layout_entry(1, c, windowed(true, size_of::<Tile>())),
             layout_entry(2, c, texture(wgpu::TextureSampleType::Uint)),
             layout_entry(3, c, texture(float)),
@@ -213,11 +195,12 @@ fn stencil(
 fn render_pipeline(
     device: &wgpu::Device,
     module: &wgpu::ShaderModule,
+    layout: &wgpu::PipelineLayout,
     s: Stage,
 ) -> wgpu::RenderPipeline {
     device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
         label: Some(s.label),
-        layout: Some(s.layout),
+        layout: Some(layout),
         vertex: wgpu::VertexState {
             module,
             entry_point: Some(s.vertex),
@@ -228,7 +211,13 @@ fn render_pipeline(
             cull_mode: s.cull,
             ..Default::default()
         },
-        depth_stencil: Some(s.depth),
+        depth_stencil: Some(wgpu::DepthStencilState {
+            format: STENCIL_FORMAT,
+            depth_write_enabled: Some(true),
+            depth_compare: Some(s.compare),
+            stencil: s.stencil,
+            bias: Default::default(),
+        }),
         multisample: Default::default(),
         fragment: Some(wgpu::FragmentState {
             module,

@@ -341,7 +341,7 @@ impl Workspace {
                 label: Some("intervis render"),
                 layout: &kit.render_layout,
                 entries: &[
-                    entry(0, light.clone()),
+                    entry(0, light),
                     entry(1, sized(self.tiles.buffer(), span(size_of::<Tile>()))),
                 ],
             }),
@@ -349,7 +349,6 @@ impl Workspace {
                 label: Some("intervis reduce"),
                 layout: &kit.reduce_layout,
                 entries: &[
-                    entry(0, light),
                     entry(1, sized(self.tiles.buffer(), span(size_of::<Tile>()))),
                     entry(2, texture(&a.stencil_only)),
                     entry(3, texture(&a.brightness)),
