@@ -139,3 +139,63 @@ pub fn fitting_postures(
     }
     Ok(out)
 }
+
+/// Sides of the polygon [`disc_clearance`] traces around the body's rim, and spokes from the
+/// axis out to it. A wall that enters the disc crosses the rim, so it cuts a side unless it
+/// enters only through the sliver between a side and the circle (under 1 cm at a 0.3 m radius).
+const RIM_SIDES: usize = 12;
+const SPOKES: usize = 6;
+/// Largest height between two rims of [`disc_clearance`] (metres).
+const RIM_GAP: f32 = 0.4;
+
+/// Clearance of the whole disc of the body at `ground` (the cover search's fit test): per
+/// posture (prone, crouching, standing), the segments that must be clear of fire-blocking
+/// geometry for it to fit, in addition to those of lower postures, appended to `out`; returns
+/// where each posture's segments end in `out`. Each posture adds its axis piece (from `foot`
+/// above the ground to the head, in pieces) and rims at most 0.4 m apart up to just under its
+/// head (a 12-sided polygon round the rim and 6 spokes from the axis): a wall corner anywhere
+/// inside the disc cuts one, where [`clearance_segments`]' two diameters miss one on the
+/// diagonal. Rims stay at least 1.05 radius above the ground, over any standable slope.
+pub fn disc_clearance(
+    agent: &Agent,
+    ground: Vec3,
+    foot: f32,
+    out: &mut Vec<Segment>,
+) -> [usize; 3] {
+    let r = agent.radius;
+    let rim: [Vec3; RIM_SIDES] = std::array::from_fn(|k| {
+        let a = k as f32 * std::f32::consts::TAU / RIM_SIDES as f32;
+        Vec3::new(a.cos(), 0.0, a.sin()) * r
+    });
+    let (mut low, mut last_rim) = (foot, f32::NEG_INFINITY);
+    Posture::ALL.map(|p| {
+        let head = agent.head_height(p);
+        out.push(Segment::new(
+            ground + Vec3::Y * low,
+            ground + Vec3::Y * head,
+        ));
+        low = head;
+        let top = (head - 0.05).max(r * 1.05).min(head);
+        let rims = if last_rim.is_finite() {
+            ((top - last_rim) / RIM_GAP).ceil().max(1.0) as usize
+        } else {
+            1
+        };
+        for k in 1..=rims {
+            let h = if rims == 1 {
+                top
+            } else {
+                last_rim + (top - last_rim) * k as f32 / rims as f32
+            };
+            let c = ground + Vec3::Y * h;
+            for s in 0..RIM_SIDES {
+                out.push(Segment::new(c + rim[s], c + rim[(s + 1) % RIM_SIDES]));
+            }
+            for s in 0..SPOKES {
+                out.push(Segment::new(c, c + rim[s * RIM_SIDES / SPOKES]));
+            }
+        }
+        last_rim = top;
+        out.len()
+    })
+}

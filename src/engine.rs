@@ -235,6 +235,7 @@ impl Engine {
                     .map(|&(s, m)| gpu.prepare_occluded(scene, s, m))
                     .collect::<Result<Vec<_>>>()?;
                 gpu.run_all(&passes)?;
+                gpu.map_passes(&passes)?;
                 let mut read = passes.iter();
                 batches
                     .iter()

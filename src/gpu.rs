@@ -236,6 +236,8 @@ pub struct TracePass {
     /// The submission `Engine` made for the pass, so reading waits for it alone (a caller's
     /// own submission is not known: reading then waits for the queue).
     submission: Mutex<Option<wgpu::SubmissionIndex>>,
+    /// Mapped with other passes of its submission by one wait ([`GpuTracer::map_passes`]).
+    premapped: AtomicBool,
     workspace: Arc<Workspace>,
 }
 
@@ -640,6 +642,7 @@ impl GpuTracer {
             encoded: AtomicBool::new(false),
             unread: AtomicBool::new(false),
             submission: Mutex::new(None),
+            premapped: AtomicBool::new(false),
             workspace: self.workspace.clone(),
         }
     }
@@ -700,6 +703,7 @@ impl GpuTracer {
             encoded: AtomicBool::new(false),
             unread: AtomicBool::new(false),
             submission: Mutex::new(None),
+            premapped: AtomicBool::new(false),
             workspace: self.workspace.clone(),
         })
     }
@@ -937,26 +941,51 @@ impl GpuTracer {
         if !pass.encoded.load(Ordering::Relaxed) {
             return Err(crate::receipt::not_run("a trace pass", "encode"));
         }
-        if pass.slices.is_empty() {
+        if pass.slices.is_empty() || pass.premapped.swap(false, Ordering::Relaxed) {
             return Ok(());
         }
-        for s in &pass.slices {
-            s.slot.mapped.store(true, Ordering::Relaxed);
+        self.map_passes(std::slice::from_ref(pass))?;
+        pass.premapped.store(false, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Maps the readbacks of passes submitted together with one wait; reading each then waits
+    /// no more.
+    pub(crate) fn map_passes(&self, passes: &[TracePass]) -> Result<()> {
+        let passes: Vec<&TracePass> = passes.iter().filter(|p| !p.slices.is_empty()).collect();
+        if passes.iter().any(|p| !p.encoded.load(Ordering::Relaxed)) {
+            return Err(crate::receipt::not_run("a trace pass", "encode"));
         }
-        let submission = pass.submission.lock().unwrap().take();
-        if let Err(e) = map_read_ranges(
-            self,
-            pass.kind.op(),
-            pass.slices
+        let Some(first) = passes.first() else {
+            return Ok(());
+        };
+        let mut submission = None;
+        for p in &passes {
+            submission = p.submission.lock().unwrap().take().or(submission);
+            for s in &p.slices {
+                s.slot.mapped.store(true, Ordering::Relaxed);
+            }
+        }
+        let ranges = passes.iter().flat_map(|p| {
+            p.slices
                 .iter()
-                .map(|s| (&s.slot.readback, s.stamp_at() + 4)),
-            submission,
-            "trace results",
-        ) {
+                .map(|s| (&s.slot.readback, s.stamp_at() + 4))
+        });
+        if let Err(e) = map_read_ranges(self, first.kind.op(), ranges, submission, "trace results")
+        {
             self.check_lost()?;
             return Err(e);
         }
         self.check_lost()?;
+        for p in &passes {
+            Self::check_stamps(p)?;
+            p.premapped.store(true, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Whether every slice of a mapped pass carries its stamp (the submission ran).
+    fn check_stamps(pass: &TracePass) -> Result<()> {
         let mut ran = true;
         for s in &pass.slices {
             let view = s
@@ -1102,6 +1131,28 @@ pub(crate) fn map_read_ranges<'a>(
     submission: Option<wgpu::SubmissionIndex>,
     what: &str,
 ) -> Result<()> {
+    map_ranges(tracer, op, buffers, submission, what, true)
+}
+
+/// [`map_read_ranges`] for buffers of a submission the caller has already waited for: the
+/// poll returns at once, so no wait is counted.
+pub(crate) fn map_read_ranges_ready<'a>(
+    tracer: &GpuTracer,
+    op: &'static str,
+    buffers: impl IntoIterator<Item = (&'a wgpu::Buffer, u64)>,
+    what: &str,
+) -> Result<()> {
+    map_ranges(tracer, op, buffers, None, what, false)
+}
+
+fn map_ranges<'a>(
+    tracer: &GpuTracer,
+    op: &'static str,
+    buffers: impl IntoIterator<Item = (&'a wgpu::Buffer, u64)>,
+    submission: Option<wgpu::SubmissionIndex>,
+    what: &str,
+    counted: bool,
+) -> Result<()> {
     let (tx, rx) = std::sync::mpsc::channel();
     let mut count = 0;
     let mut bytes_read = 0;
@@ -1115,7 +1166,7 @@ pub(crate) fn map_read_ranges<'a>(
     }
     drop(tx);
     tracer.count(op, |c| {
-        c.waits += 1;
+        c.waits += u64::from(counted);
         c.bytes_read_back += bytes_read;
     });
     tracer

@@ -113,6 +113,20 @@ pub fn floors(
     max_slope: f32,
     max_layers: u32,
 ) -> Result<Floors> {
+    let centres: Vec<Vec2> = (0..width * height)
+        .map(|i| cell_centre(origin, cell, width, i))
+        .collect();
+    floors_under(engine, scene, &centres, max_slope, max_layers)
+}
+
+/// [`floors`] under any list of points: `cell` in the result indexes `centres`.
+pub fn floors_under(
+    engine: &Engine,
+    scene: &Scene,
+    centres: &[Vec2],
+    max_slope: f32,
+    max_layers: u32,
+) -> Result<Floors> {
     if !(1..=MAX_LAYERS).contains(&max_layers) {
         return Err(crate::Error::InvalidInput(format!(
             "max_layers {max_layers} must be 1..={MAX_LAYERS} (surfaces searched per cell; 16 is plenty for a building)"
@@ -121,7 +135,7 @@ pub fn floors(
     let Some((lo, hi)) = scene.bounds() else {
         return Ok(Floors::default());
     };
-    let cells = width * height;
+    let cells = centres.len();
     let bottom = lo.y - 1.0;
     let all = Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
     let min_normal_y = max_slope.cos();
@@ -140,37 +154,20 @@ pub fn floors(
             let rays: Vec<Ray> = active
                 .iter()
                 .map(|&(i, top, _)| {
-                    let c = cell_centre(origin, cell, width, i as usize);
+                    let c = centres[i as usize];
                     Ray::new(Vec3::new(c.x, top, c.y), Vec3::NEG_Y, top - bottom)
                 })
                 .collect();
             let hits = engine.closest_hit(scene, &rays, all)?;
-            let mut next = Vec::with_capacity(active.len());
-            for (&(i, top, wet), h) in active.iter().zip(&hits) {
-                let Some(h) = h else { continue };
-                if layer == max_layers {
-                    out.truncated_cells += 1;
-                    continue;
-                }
-                out.surfaces += 1;
-                let y = top - h.t;
-                let f = scene.materials()[h.material as usize].flags;
-                let solid = f.intersects(MaterialFlags::BLOCKS_FIRE);
-                // The first solid surface under water is its bed: one stands in the water,
-                // on the water's surface node, not on the bed as a second floor.
-                // Met from the back, a surface faces down: the floor of a solid seen from
-                // inside it, or a ceiling. Not something to stand on.
-                if f.contains(MaterialFlags::WALKABLE)
-                    && h.normal.y >= min_normal_y
-                    && !wet
-                    && !h.back
-                {
-                    found.push((i, y, h.material));
-                }
-                let water = f.contains(MaterialFlags::WALKABLE) && !solid;
-                next.push((i, y - 0.01, (wet || water) && !solid));
-            }
-            active = next;
+            active = peel(
+                scene,
+                &active,
+                &hits,
+                layer == max_layers,
+                min_normal_y,
+                &mut out,
+                &mut found,
+            );
         }
     }
     // Peeling visits a cell's surfaces top down, cells in order within each round: sort by
@@ -182,6 +179,41 @@ pub fn floors(
         out.material.push(m);
     }
     Ok(out)
+}
+
+/// One peeling round: files the walkable surfaces `hits` found under the `active` cells and
+/// returns the cells to peel further (from 1 cm under each hit).
+fn peel(
+    scene: &Scene,
+    active: &[(u32, f32, bool)],
+    hits: &[Option<crate::trace::Hit>],
+    last: bool,
+    min_normal_y: f32,
+    out: &mut Floors,
+    found: &mut Vec<(u32, f32, u32)>,
+) -> Vec<(u32, f32, bool)> {
+    let mut next = Vec::with_capacity(active.len());
+    for (&(i, top, wet), h) in active.iter().zip(hits) {
+        let Some(h) = h else { continue };
+        if last {
+            out.truncated_cells += 1;
+            continue;
+        }
+        out.surfaces += 1;
+        let y = top - h.t;
+        let f = scene.materials()[h.material as usize].flags;
+        let solid = f.intersects(MaterialFlags::BLOCKS_FIRE);
+        // The first solid surface under water is its bed: one stands in the water,
+        // on the water's surface node, not on the bed as a second floor.
+        // Met from the back, a surface faces down: the floor of a solid seen from
+        // inside it, or a ceiling. Not something to stand on.
+        if f.contains(MaterialFlags::WALKABLE) && h.normal.y >= min_normal_y && !wet && !h.back {
+            found.push((i, y, h.material));
+        }
+        let water = f.contains(MaterialFlags::WALKABLE) && !solid;
+        next.push((i, y - 0.01, (wet || water) && !solid));
+    }
+    next
 }
 
 /// Whether each point lies outside every closed solid: of four horizontal rays at `height` above

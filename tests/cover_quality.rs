@@ -34,7 +34,7 @@ mod oracle;
 use glam::Vec3;
 use oracle::{cylinder_points, Moves, Spot};
 use rayon::prelude::*;
-use sightline::cover::body::{body_points, clearance_segments, fitting_posture};
+use sightline::cover::body::body_points;
 use sightline::cover::dense::{find_cover, DenseAnswer, DenseParams, DenseQuery};
 use sightline::cover::verify::{intervis_exposure, Candidate};
 use sightline::cover::{Agent, Posture};
@@ -71,18 +71,14 @@ fn ground_below(engine: &Engine, scene: &Scene, from: Vec3, depth: f32) -> Optio
     let walkable = scene.materials()[h.material as usize]
         .flags
         .contains(MaterialFlags::WALKABLE);
-    (walkable && h.normal.y >= 0.8).then(|| from - Vec3::Y * h.t)
+    // A ceiling seen from above (its back) is not ground.
+    (walkable && h.normal.y >= 0.8 && !h.back).then(|| from - Vec3::Y * h.t)
 }
 
 /// Whether a soldier stands upright at `g` (the search's clearance test).
 fn stands(engine: &Engine, scene: &Scene, g: Vec3) -> bool {
-    let agent = Agent::soldier(g);
-    let segs: Vec<Segment> = clearance_segments(&agent, g, params().body.foot)
-        .into_iter()
-        .flatten()
-        .collect();
-    let bits = engine.occluded(scene, &segs, Mask::FIRE).unwrap();
-    fitting_posture(|b| bits.get(b)) == Some(Posture::Standing)
+    oracle::disc_fits(engine, scene, &Agent::soldier(g), &[g], params().body.foot)[0]
+        == Some(Posture::Standing)
 }
 
 /// Agents on walkable ground anywhere in the scene's bounds (any floor: the ground is the first
@@ -217,10 +213,30 @@ fn true_cover(
         &cylinder_points,
         &input,
     );
+    let p = params();
+    let moves = Moves {
+        radius: p.radius,
+        cell: p.cell,
+        step_height: p.step_height,
+        max_slope: p.max_slope,
+        foot: p.body.foot,
+    };
+    // Hidden only lying down is no cover where the body cannot lie (the search's contract).
+    let lies = |k: usize| {
+        oracle::prone_lies(
+            engine,
+            scene,
+            &q.agent,
+            spots[k].ground,
+            &q.observers,
+            &moves,
+        )
+    };
     let hid: Vec<(usize, Posture)> = order
         .iter()
         .zip(&hidden)
         .filter_map(|(&k, h)| h.map(|p| (k, p)))
+        .filter(|&(k, p)| p > Posture::Prone || lies(k))
         .take(INTERVIS_CHECKS)
         .collect();
     let cands: Vec<Candidate> = hid

@@ -13,7 +13,7 @@ mod scenes;
 use glam::{Affine3A, Vec3};
 use scenes::{cuboid, ground, materials, SOLID};
 use sightline::cover::body::{body_points, BodyParams};
-use sightline::cover::dense::{find_cover, DenseParams, DenseQuery};
+use sightline::cover::dense::{find_cover, DenseAnswer, DenseParams, DenseQuery};
 use sightline::cover::sensor_grid::{self, CoverQuery, SensorGridParams};
 use sightline::cover::verify::{body_exposure, Candidate, Check};
 use sightline::cover::{nearest_cover, template_points, Agent, Posture};
@@ -404,8 +404,9 @@ fn seen_agents(engine: &Engine, scene: &Scene, n: usize, seed: u64, span: f32) -
             .flags
             .contains(MaterialFlags::WALKABLE)
             || h.normal.y < 0.8
+            || h.back
         {
-            continue;
+            continue; // not ground: a wall, or a ceiling seen from above (its back)
         }
         let g = p - Vec3::Y * h.t;
         let observers: Vec<Vec3> = (0..2)
@@ -450,9 +451,11 @@ fn gpu_and_cpu_answers_are_identical_on_real_levels() {
             .unwrap()
             .0;
     let mut total = 0;
-    for (name, scene, span) in [
-        ("village", procedural::village(1, 1), 15.0),
-        ("dungeon", dungeon, 8.0),
+    // (Agents stand on floors, not on the backs of ceilings: in the dungeon's open rooms few
+    // have cover within 6 m.)
+    for (name, scene, span, least) in [
+        ("village", procedural::village(1, 1), 15.0, 25),
+        ("dungeon", dungeon, 8.0, 10),
     ] {
         let queries = seen_agents(&cpu, &scene, 1000, 11, span);
         assert!(
@@ -463,8 +466,20 @@ fn gpu_and_cpu_answers_are_identical_on_real_levels() {
         let a = find_cover(&cpu, &scene, &queries, &params).unwrap();
         let b = find_cover(&gpu, &scene, &queries, &params).unwrap();
         let with_cover = a.iter().filter(|x| x.choice.is_some()).count();
-        assert!(with_cover >= 25, "{name}: only {with_cover} with cover");
-        assert_eq!(a, b, "{name}: GPU and CPU answers differ");
+        assert!(with_cover >= least, "{name}: only {with_cover} with cover");
+        // The GPU traces more up front (the eager strategy): only the ray counts differ.
+        let without_rays = |v: Vec<DenseAnswer>| -> Vec<DenseAnswer> {
+            v.into_iter()
+                .map(|x| DenseAnswer { rays: 0, ..x })
+                .collect()
+        };
+        let (a, b) = (without_rays(a), without_rays(b));
+        if let Some(k) = (0..a.len()).find(|&k| a[k] != b[k]) {
+            panic!(
+                "{name}: GPU and CPU answers differ at query {k} (agent {}): cpu {:?}, gpu {:?}",
+                queries[k].agent.position, a[k].choice, b[k].choice
+            );
+        }
         total += queries.len();
     }
     assert!(total >= 1600, "{total} queries");

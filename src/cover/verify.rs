@@ -4,7 +4,7 @@
 
 use super::body::{body_points, BodyParams};
 use super::{Agent, Posture};
-use crate::intervis::measure::{measure, IntervisPair, IntervisParams};
+use crate::intervis::measure::{measure_many, IntervisPair, IntervisParams};
 use crate::scene::{Mask, Scene};
 use crate::trace::Segment;
 use crate::{Engine, Result};
@@ -55,25 +55,34 @@ pub struct Candidate<'a> {
     pub mask: Mask,
 }
 
-/// Occlusion bits of segments that carry their own masks, one engine call per mask.
+/// Occlusion bits of segments that carry their own masks: one batch per mask, all in one
+/// engine call ([`Engine::occluded_many`]: one submission and one wait on the GPU).
 pub fn occluded_masked(
     engine: &Engine,
     scene: &Scene,
     segs: &[(Segment, Mask)],
 ) -> Result<Vec<bool>> {
-    let mut out = vec![false; segs.len()];
     let mut masks: Vec<Mask> = segs.iter().map(|s| s.1).collect();
     masks.sort_by_key(|m| m.bits());
     masks.dedup();
-    for m in masks {
-        let (at, batch): (Vec<usize>, Vec<Segment>) = segs
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.1 == m)
-            .map(|(i, s)| (i, s.0))
-            .unzip();
-        let bits = engine.occluded(scene, &batch, m)?;
-        for (k, i) in at.into_iter().enumerate() {
+    let split: Vec<(Vec<usize>, Vec<Segment>)> = masks
+        .iter()
+        .map(|&m| {
+            segs.iter()
+                .enumerate()
+                .filter(|(_, s)| s.1 == m)
+                .map(|(i, s)| (i, s.0))
+                .unzip()
+        })
+        .collect();
+    let batches: Vec<(&[Segment], Mask)> = split
+        .iter()
+        .zip(&masks)
+        .map(|((_, b), &m)| (&b[..], m))
+        .collect();
+    let mut out = vec![false; segs.len()];
+    for ((at, _), bits) in split.iter().zip(engine.occluded_many(scene, &batches)?) {
+        for (k, &i) in at.iter().enumerate() {
             out[i] = bits.get(k);
         }
     }
@@ -129,14 +138,17 @@ pub fn intervis_exposure(
         .iter()
         .map(|c| vec![0; c.observers.len()])
         .collect();
-    // One measurement call per (mask, target height): the intervis parameters are per call.
+    // One measurement per (mask, target height), the intervis parameters being per call; all
+    // of them in one engine call.
     let mut groups: Vec<(Mask, u32)> = candidates
         .iter()
         .map(|c| (c.mask, c.agent.height().to_bits()))
         .collect();
     groups.sort_by_key(|g| (g.0.bits(), g.1));
     groups.dedup();
-    for (mask, height) in groups {
+    let mut calls = Vec::with_capacity(groups.len());
+    let mut owners = Vec::with_capacity(groups.len());
+    for &(mask, height) in &groups {
         let mut pairs = Vec::new();
         let mut owner = Vec::new();
         for (ci, c) in candidates.iter().enumerate() {
@@ -157,10 +169,13 @@ pub fn intervis_exposure(
             target_height: f32::from_bits(height),
             ..IntervisParams::standard()
         };
-        for (r, (ci, oi)) in measure(engine, scene, &pairs, &params)?
-            .into_iter()
-            .zip(owner)
-        {
+        calls.push((pairs, params));
+        owners.push(owner);
+    }
+    let views: Vec<(&[IntervisPair], IntervisParams)> =
+        calls.iter().map(|(p, q)| (&p[..], *q)).collect();
+    for (records, owner) in measure_many(engine, scene, &views)?.into_iter().zip(owners) {
+        for (r, (ci, oi)) in records.into_iter().zip(owner) {
             out[ci][oi] = r.exposed;
         }
     }

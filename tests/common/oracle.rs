@@ -15,7 +15,8 @@
 #![allow(dead_code)]
 
 use glam::Vec3;
-use sightline::cover::body::{body_points, clearance_segments, fitting_posture, BodyParams};
+use sightline::agent::disc_clearance;
+use sightline::cover::body::{body_points, BodyParams, PRONE_BACK, PRONE_FRONT};
 use sightline::cover::{Agent, Posture};
 use sightline::scene::{Mask, MaterialFlags, Scene};
 use sightline::trace::{Ray, Segment};
@@ -194,17 +195,12 @@ pub fn flood(engine: &Engine, scene: &Scene, agent: &Agent, m: &Moves) -> Vec<Sp
                 }
             }
         }
-        let segs: Vec<Segment> = new
+        let grounds: Vec<Vec3> = new.iter().map(|&v| spots[v].ground).collect();
+        for (&v, fit) in new
             .iter()
-            .flat_map(|&v| {
-                clearance_segments(agent, spots[v].ground, m.foot)
-                    .into_iter()
-                    .flatten()
-            })
-            .collect();
-        let bits = engine.occluded(scene, &segs, Mask::FIRE).unwrap();
-        for (k, &v) in new.iter().enumerate() {
-            spots[v].fit = fitting_posture(|b| bits.get(k * 9 + b));
+            .zip(disc_fits(engine, scene, agent, &grounds, m.foot))
+        {
+            spots[v].fit = fit;
         }
         // Edges out of the frontier.
         for &u in &frontier {
@@ -255,6 +251,89 @@ pub fn flood(engine: &Engine, scene: &Scene, agent: &Agent, m: &Moves) -> Vec<Sp
         }
     }
     spots
+}
+
+/// The highest posture whose whole disc fits at each ground point ([`disc_clearance`], traced
+/// against fire-blocking geometry), `None` where not even lying down fits.
+pub fn disc_fits(
+    engine: &Engine,
+    scene: &Scene,
+    agent: &Agent,
+    grounds: &[Vec3],
+    foot: f32,
+) -> Vec<Option<Posture>> {
+    let mut segs = Vec::new();
+    let ends: Vec<[usize; 3]> = grounds
+        .iter()
+        .map(|&g| disc_clearance(agent, g, foot, &mut segs))
+        .collect();
+    let bits = engine.occluded(scene, &segs, Mask::FIRE).unwrap();
+    let mut start = 0;
+    ends.iter()
+        .map(|e| {
+            let mut fit = None;
+            for (p, &end) in Posture::ALL.iter().zip(e) {
+                if (start..end).any(|s| bits.get(s)) {
+                    break;
+                }
+                fit = Some(*p);
+                start = end;
+            }
+            start = e[2];
+            fit
+        })
+        .collect()
+}
+
+/// Whether a prone body lying at `spot` toward each observer lies clear along its whole
+/// length: at every half cell from its feet to its head, the cell there has walkable ground
+/// (a downward ray from a step above the last ground) within a step of the last, where the
+/// prone disc fits.
+pub fn prone_lies(
+    engine: &Engine,
+    scene: &Scene,
+    agent: &Agent,
+    spot: Vec3,
+    observers: &[Vec3],
+    m: &Moves,
+) -> bool {
+    let ground_mask = Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
+    let (back, front) = (PRONE_BACK * agent.height(), PRONE_FRONT * agent.height());
+    observers.iter().all(|o| {
+        let to = Vec3::new(o.x - spot.x, 0.0, o.z - spot.z);
+        let dir = if to.length_squared() > 1e-12 {
+            to.normalize()
+        } else {
+            Vec3::X
+        };
+        [(dir, front), (-dir, back)].iter().all(|&(d, reach)| {
+            let n = (reach / (0.5 * m.cell)).ceil() as i32;
+            let mut y = spot.y;
+            (1..=n).all(|s| {
+                let q = spot + d * (reach * s as f32 / n as f32);
+                let c = cell_of(q, m.cell);
+                let centre = Vec3::new(
+                    (c.0 as f32 + 0.5) * m.cell,
+                    y + m.step_height,
+                    (c.1 as f32 + 0.5) * m.cell,
+                );
+                let ray = Ray::new(centre, Vec3::NEG_Y, 2.0 * m.step_height);
+                let Some(h) = engine.closest_hit(scene, &[ray], ground_mask).unwrap()[0] else {
+                    return false;
+                };
+                let walkable = h.normal.y >= m.max_slope.cos()
+                    && scene.materials()[h.material as usize]
+                        .flags
+                        .contains(MaterialFlags::WALKABLE);
+                let g = ray.origin() + ray.dir() * h.t;
+                if !walkable || disc_fits(engine, scene, agent, &[g], m.foot)[0].is_none() {
+                    return false;
+                }
+                y = g.y;
+                true
+            })
+        })
+    })
 }
 
 /// A body sampler: the points of `posture`'s body standing at `ground`, seen from `observer`.
@@ -444,7 +523,15 @@ pub fn exhaustive(
         body_points(a, g, p, o, body, out)
     };
     let input: Vec<(Vec3, Option<Posture>)> = spots.iter().map(|s| (s.ground, s.fit)).collect();
-    let hidden = hidden_postures(engine, scene, agent, observers, mask, &sample, &input);
+    let mut hidden = hidden_postures(engine, scene, agent, observers, mask, &sample, &input);
+    // Hidden only lying down is no hiding place where the body cannot lie there.
+    for (h, s) in hidden.iter_mut().zip(&spots) {
+        if *h == Some(Posture::Prone)
+            && !prone_lies(engine, scene, agent, s.ground, observers, &moves)
+        {
+            *h = None;
+        }
+    }
     Oracle {
         cells: spots
             .iter()

@@ -1,7 +1,9 @@
 //! One query's search: a square of cells around the agent held in flat arrays (ground, fit,
-//! visibility, Dijkstra state), filled from the batch's shared caches and from the waves.
+//! visibility, Dijkstra state): ground and fit from the walk surface, visibility from the
+//! batch's shared cache and from the waves.
 
-use super::shared::{cell_key, Shared, Wave, GROUND_KEY};
+use super::shared::{cell_key, Shared, VisKey, Wave};
+use super::surface::Surface;
 use super::{DenseAnswer, DenseChoice, DenseParams, DenseQuery, Explored};
 use crate::cover::field::CellCover;
 use crate::cover::verify::{Check, Rejection};
@@ -10,13 +12,8 @@ use glam::{Vec2, Vec3};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-/// `ykey` of a cell whose ground nobody asked for yet.
-const UNSET: i32 = i32::MIN;
-/// `ground` of a cell whose ground ray is in flight.
-const PENDING: f32 = f32::INFINITY;
-/// `fit` codes: unknown, in flight, then 0 = nothing fits, `1 + posture`.
-pub(super) const FIT_UNKNOWN: u8 = 255;
-const FIT_PENDING: u8 = 254;
+/// `fit` of a cell not entered yet; else 0 = nothing fits, `1 + posture`.
+const FIT_UNKNOWN: u8 = 255;
 /// `vis` codes (a cell's visibility for this query's observers).
 pub(super) const VIS_UNKNOWN: u8 = 0;
 pub(super) const VIS_EXPOSED: u8 = 1;
@@ -26,6 +23,8 @@ pub(super) const VIS_HEAD: u8 = 2;
 pub(super) const VIS_PRONE: u8 = 3;
 /// `VIS_HIDDEN + p`: the highest hidden posture `p` among those that fit.
 pub(super) const VIS_HIDDEN: u8 = 4;
+/// Set on the group of the agent's own cell's visibility key.
+const START_KEY: u32 = 1 << 31;
 /// Set on a `vis` code while its next stage is in flight.
 const VIS_PENDING: u8 = 0x80;
 
@@ -44,25 +43,20 @@ pub(super) enum Phase {
     Done,
 }
 
-/// What is known about entering a cell.
-enum Enter {
-    Pending,
-    No,
-    Yes(u8),
-}
-
+#[derive(Clone)]
 pub(super) struct Local {
     pub qi: usize,
     pub group: u32,
     pub shape: u32,
+    observers: Vec<Vec3>,
+    /// The agent's standing height (a prone body's length follows it).
+    height: f32,
     i0: i32,
     j0: i32,
     side: i32,
     start: u32,
     agent: Vec3,
-    observers: usize,
     cell: f32,
-    ykey: Vec<i32>,
     ground: Vec<f32>,
     fit: Vec<u8>,
     vis: Vec<u8>,
@@ -78,6 +72,9 @@ pub(super) struct Local {
     turned_down: Vec<u32>,
     pub phase: Phase,
     pub answer: DenseAnswer,
+    /// Ask for everything ahead at once (a GPU, where each wave is a wait): a band of the
+    /// whole radius, every posture of a hidden head in one stage.
+    pub eager: bool,
 }
 
 /// Path lengths in the heap as 1e-4 m integers (exact ordering, no NaN).
@@ -97,7 +94,13 @@ const NEIGHBOURS: [(i32, i32); 8] = [
 ];
 
 impl Local {
-    pub fn new(qi: usize, q: &DenseQuery, p: &DenseParams, shared: &Shared) -> Local {
+    pub fn new(
+        qi: usize,
+        q: &DenseQuery,
+        p: &DenseParams,
+        shared: &Shared,
+        surface: &Surface,
+    ) -> Local {
         let a = q.agent.position;
         let (ci, cj) = ((a.x / p.cell).floor() as i32, (a.z / p.cell).floor() as i32);
         let r = (p.radius / p.cell).ceil() as i32 + 1;
@@ -107,15 +110,15 @@ impl Local {
         let mut s = Local {
             qi,
             group: shared.group_of[qi],
-            shape: shared.shape_of[qi],
+            shape: surface.shape_of(&q.agent),
+            observers: q.observers.clone(),
+            height: q.agent.height(),
             i0: ci - r,
             j0: cj - r,
             side,
             start,
             agent: a,
-            observers: q.observers.len(),
             cell: p.cell,
-            ykey: vec![UNSET; n],
             ground: vec![f32::NAN; n],
             fit: vec![FIT_UNKNOWN; n],
             vis: vec![VIS_UNKNOWN; n],
@@ -135,10 +138,10 @@ impl Local {
                 explored: Vec::new(),
                 rays: 0,
             },
+            eager: false,
         };
         // The agent stands where it is, standing.
         let st = start as usize;
-        s.ykey[st] = (a.y / GROUND_KEY).round() as i32;
         s.ground[st] = a.y;
         s.fit[st] = 1 + Posture::Standing as u8;
         s.g[st] = 0.0;
@@ -188,102 +191,50 @@ impl Local {
         c.distance_squared(Vec2::new(self.agent.x, self.agent.z)) <= p.radius * p.radius
     }
 
-    /// Ground of `idx` entered from height `from_y`: `None` while unknown (requested).
-    fn ground_from(
-        &mut self,
-        idx: u32,
-        from_y: f32,
-        p: &DenseParams,
-        shared: &Shared,
-        wave: &mut Wave,
-    ) -> Option<f32> {
-        let k = idx as usize;
-        let want = (from_y / GROUND_KEY).round() as i32;
-        let (i, j) = self.cell_of(idx);
-        for _ in 0..2 {
-            if self.ground[k] == PENDING {
-                return None;
-            }
-            // First asked for, or asked again from another floor (a cell not yet reached).
-            let stale = self.ykey[k] != UNSET
-                && (self.ground[k].is_nan() || (self.ground[k] - from_y).abs() > p.step_height)
-                && (want - self.ykey[k]).abs() > 2
-                && self.g[k].is_infinite()
-                && !self.closed[k];
-            if self.ykey[k] != UNSET && !stale {
-                return Some(self.ground[k]);
-            }
-            self.ykey[k] = want;
-            self.fit[k] = FIT_UNKNOWN;
-            self.vis[k] = VIS_UNKNOWN;
-            match shared.ground.get(&(cell_key(i, j), want)) {
-                Some(&y) => self.ground[k] = y,
-                None => {
-                    self.ground[k] = PENDING;
-                    self.pending.push(idx);
-                    wave.ground(i, j, want, self.qi);
-                    return None;
-                }
-            }
-        }
-        None
-    }
-
-    /// Whether the agent can enter `idx` from a cell at `from_y`, and what fits there.
-    fn enter(
-        &mut self,
-        idx: u32,
-        from_y: f32,
-        p: &DenseParams,
-        shared: &Shared,
-        wave: &mut Wave,
-    ) -> Enter {
+    /// Whether the agent can enter `idx` from a cell at `from_y`: what fits there (`1 +
+    /// posture`), or `None`. The cell's floor is the one within a step of `from_y` nearest to
+    /// it; it is fixed when the search first reaches the cell (its first path length), so
+    /// looking ahead never changes which floor that is.
+    fn enter(&mut self, idx: u32, from_y: f32, p: &DenseParams, surface: &Surface) -> Option<u8> {
         if !self.in_radius(idx, p) {
-            return Enter::No;
-        }
-        let Some(y) = self.ground_from(idx, from_y, p, shared, wave) else {
-            return Enter::Pending;
-        };
-        if y.is_nan() || (y - from_y).abs() > p.step_height {
-            return Enter::No;
-        }
-        match self.fit_of(idx, shared, wave) {
-            None => Enter::Pending,
-            Some(0) => Enter::No,
-            Some(f) => Enter::Yes(f),
-        }
-    }
-
-    fn fit_of(&mut self, idx: u32, shared: &Shared, wave: &mut Wave) -> Option<u8> {
-        let k = idx as usize;
-        if self.fit[k] < FIT_PENDING {
-            return Some(self.fit[k]);
-        }
-        if self.fit[k] == FIT_PENDING {
             return None;
         }
-        let (i, j) = self.cell_of(idx);
-        let ycm = cm(self.ground[k]);
-        match shared.fit.get(&(cell_key(i, j), ycm, self.shape)) {
-            Some(&f) => {
-                self.fit[k] = f;
-                Some(f)
-            }
-            None => {
-                self.fit[k] = FIT_PENDING;
-                self.pending.push(idx);
-                wave.fit(i, j, self.point(idx), self.shape, ycm, self.qi);
-                None
-            }
+        let k = idx as usize;
+        let near = |y: f32| (y - from_y).abs() <= p.step_height;
+        if self.closed[k] || self.g[k].is_finite() {
+            return (near(self.ground[k]) && self.fit[k] > 0).then_some(self.fit[k]);
         }
+        let (i, j) = self.cell_of(idx);
+        let best = surface
+            .floors(self.shape, i, j)
+            .iter()
+            .filter(|f| near(f.y))
+            .min_by(|a, b| (a.y - from_y).abs().total_cmp(&(b.y - from_y).abs()))?;
+        if self.ground[k].to_bits() != best.y.to_bits() {
+            self.ground[k] = best.y;
+            self.fit[k] = best.fit;
+            self.vis[k] = VIS_UNKNOWN;
+        }
+        (best.fit > 0).then_some(best.fit)
+    }
+
+    /// The visibility cache key of `idx`: its cell, ground and observer group; the agent's own
+    /// cell is seen at the agent's feet, not the cell centre, so it is keyed by that exact
+    /// point (the group's top bit set).
+    fn vis_key(&self, idx: u32) -> VisKey {
+        if idx == self.start {
+            let a = self.agent;
+            let xz = (u64::from(a.x.to_bits()) << 32) | u64::from(a.z.to_bits());
+            return (xz, a.y.to_bits() as i32, self.group | START_KEY);
+        }
+        let (i, j) = self.cell_of(idx);
+        (cell_key(i, j), cm(self.ground[idx as usize]), self.group)
     }
 
     /// Visibility of `idx`, resolved to exposed or hidden(p); `None` while a stage is in
     /// flight (requested).
     fn vis_of(&mut self, idx: u32, shared: &Shared, wave: &mut Wave) -> Option<u8> {
         let k = idx as usize;
-        let (i, j) = self.cell_of(idx);
-        let ycm = cm(self.ground[k]);
         let code = self.vis[k] & !VIS_PENDING;
         if code == VIS_EXPOSED || code >= VIS_HIDDEN {
             return Some(code);
@@ -291,77 +242,94 @@ impl Local {
         if self.vis[k] & VIS_PENDING != 0 {
             return None;
         }
-        if let Some(&v) = shared.vis.get(&(cell_key(i, j), ycm, self.group)) {
+        let key = self.vis_key(idx);
+        if let Some(&v) = shared.vis.get(&key) {
             if v != code {
                 self.vis[k] = v;
                 return self.vis_of(idx, shared, wave);
             }
         }
-        {
-            // Higher postures are traced only where the fit is known.
-            let fit = if idx == self.start {
-                Some(1 + Posture::Standing as u8)
-            } else {
-                self.fit_of(idx, shared, wave)
-            };
-            if code == VIS_PRONE && fit.is_none() {
-                return None;
-            }
-            self.vis[k] |= VIS_PENDING;
-            self.pending.push(idx);
-            wave.vis(i, j, self.point(idx), self.group, ycm, code, fit, self.qi);
-        }
+        self.vis[k] |= VIS_PENDING;
+        self.pending.push(idx);
+        wave.vis(key, self.point(idx), code, self.fit[k], self.eager, self.qi);
         None
+    }
+
+    /// Whether a prone body lies clear at `idx` toward every observer: every cell under its
+    /// length (sampled at half a cell) has a floor, within a step of the one before, where the
+    /// prone disc fits. The walk surface answers it without a ray.
+    fn prone_lies(&self, idx: u32, p: &DenseParams, surface: &Surface) -> bool {
+        let at = self.point(idx);
+        let (back, front) = (
+            crate::cover::body::PRONE_BACK * self.height,
+            crate::cover::body::PRONE_FRONT * self.height,
+        );
+        let n = |reach: f32| (reach / (0.5 * p.cell)).ceil() as i32;
+        self.observers.iter().all(|o| {
+            let to = Vec2::new(o.x - at.x, o.z - at.z);
+            let dir = if to.length_squared() > 1e-12 {
+                to.normalize()
+            } else {
+                Vec2::X
+            };
+            [(dir, front), (-dir, back)].iter().all(|&(d, reach)| {
+                let mut y = at.y;
+                (1..=n(reach)).all(|s| {
+                    let q = Vec2::new(at.x, at.z) + d * (reach * s as f32 / n(reach) as f32);
+                    let (i, j) = ((q.x / p.cell).floor() as i32, (q.y / p.cell).floor() as i32);
+                    let f = surface
+                        .floors(self.shape, i, j)
+                        .iter()
+                        .filter(|f| (f.y - y).abs() <= p.step_height && f.fit > 0)
+                        .min_by(|a, b| (a.y - y).abs().total_cmp(&(b.y - y).abs()));
+                    f.map(|f| y = f.y).is_some()
+                })
+            })
+        })
     }
 
     fn walks_on(&self, idx: u32) -> bool {
         idx == self.start
             || self.fit[idx as usize] >= 1 + Posture::Crouching as u8
-                && self.fit[idx as usize] < FIT_PENDING
+                && self.fit[idx as usize] != FIT_UNKNOWN
     }
 
-    /// Whether `u` is fully known (visibility resolved; if the agent walks on from it, every
-    /// neighbour's ground and fit). Requests what is missing.
-    fn ready(&mut self, u: u32, p: &DenseParams, shared: &Shared, wave: &mut Wave) -> bool {
-        let mut ok = self.vis_of(u, shared, wave).is_some();
-        if self.walks_on(u) {
-            let (i, j) = self.cell_of(u);
-            let y = self.ground[u as usize];
-            for (di, dj) in NEIGHBOURS {
-                if let Some(v) = self.index(i + di, j + dj) {
-                    if matches!(self.enter(v, y, p, shared, wave), Enter::Pending) {
-                        ok = false;
-                    }
-                }
-            }
-        }
-        ok
-    }
-
-    /// Asks for what the cells within one band of path length beyond `g` will need, so a wave
-    /// carries a band rather than one ring: a flood fill from the open nodes, each unknown cell
-    /// predicted at the height of the cell it is reached from (right on floors and gentle
-    /// slopes; where wrong, the search asks again with the true height).
-    fn prefetch(&mut self, g: f32, p: &DenseParams, shared: &Shared, wave: &mut Wave) {
+    /// Asks for the visibility the cells within one band of path length beyond `g` will need,
+    /// so a wave carries a band rather than one ring: a flood fill from the open nodes over the
+    /// cells the agent can enter.
+    fn prefetch(
+        &mut self,
+        g: f32,
+        p: &DenseParams,
+        shared: &Shared,
+        surface: &Surface,
+        wave: &mut Wave,
+    ) {
         self.round += 1;
-        let limit = g + p.band;
-        let mut queue: std::collections::VecDeque<(u32, f32, f32)> = self
+        let limit = if self.eager {
+            f32::INFINITY
+        } else {
+            g + p.band
+        };
+        let mut queue: std::collections::VecDeque<(u32, f32)> = self
             .heap
             .iter()
             .filter(|(Reverse(k), n)| {
                 let n = *n as usize;
                 !self.closed[n] && (*k as f32) / 1e4 <= limit && key(self.g[n]).0 == *k
             })
-            .map(|&(_, n)| (n, self.ground[n as usize], self.g[n as usize]))
+            .map(|&(_, n)| (n, self.g[n as usize]))
             .collect();
-        for &(n, ..) in &queue {
+        for &(n, _) in &queue {
             self.stamp[n as usize] = self.round;
         }
-        while let Some((u, y, d)) = queue.pop_front() {
-            if self.ground[u as usize].is_finite() && self.fit[u as usize] < FIT_PENDING {
-                self.vis_of(u, shared, wave);
+        while let Some((u, d)) = queue.pop_front() {
+            self.vis_of(u, shared, wave);
+            if !self.walks_on(u) {
+                continue;
             }
             let (i, j) = self.cell_of(u);
+            let y = self.ground[u as usize];
             for (di, dj) in &NEIGHBOURS[..4] {
                 let Some(v) = self.index(i + di, j + dj) else {
                     continue;
@@ -371,21 +339,41 @@ impl Local {
                     continue;
                 }
                 self.stamp[v as usize] = self.round;
-                match self.enter(v, y, p, shared, wave) {
-                    Enter::No => {}
-                    Enter::Pending => {
-                        let gy = self.ground[v as usize];
-                        queue.push_back((v, if gy.is_finite() { gy } else { y }, nd));
-                    }
-                    Enter::Yes(f) => {
-                        self.vis_of(v, shared, wave);
-                        if f >= 1 + Posture::Crouching as u8 {
-                            queue.push_back((v, self.ground[v as usize], nd));
-                        }
+                if self.enter(v, y, p, surface).is_some() {
+                    queue.push_back((v, nd));
+                }
+            }
+        }
+    }
+
+    /// Every cell the agent can reach within the radius, breadth first (nearest first, roughly
+    /// by path length): its visibility key, ground point and fit. Visibility plays no part.
+    pub fn reach(mut self, p: &DenseParams, surface: &Surface) -> Vec<(VisKey, Vec3, u8)> {
+        let mut out = Vec::new();
+        let mut queue = std::collections::VecDeque::from([self.start]);
+        self.stamp[self.start as usize] = 1;
+        while let Some(u) = queue.pop_front() {
+            out.push((self.vis_key(u), self.point(u), self.fit[u as usize]));
+            if !self.walks_on(u) {
+                continue;
+            }
+            let (i, j) = self.cell_of(u);
+            let y = self.ground[u as usize];
+            for (di, dj) in NEIGHBOURS {
+                if let Some(v) = self.index(i + di, j + dj) {
+                    if self.stamp[v as usize] == 0 && self.enter(v, y, p, surface).is_some() {
+                        self.stamp[v as usize] = 1;
+                        queue.push_back(v);
                     }
                 }
             }
         }
+        out
+    }
+
+    /// Whether the search asked for visibility not traced yet.
+    pub fn waiting(&self) -> bool {
+        !self.pending.is_empty()
     }
 
     /// Files what the last wave traced for this search's cells in flight (every request of a
@@ -393,41 +381,25 @@ impl Local {
     pub fn sync(&mut self, shared: &Shared) {
         for idx in std::mem::take(&mut self.pending) {
             let k = idx as usize;
-            let (i, j) = self.cell_of(idx);
-            if self.ground[k] == PENDING {
-                self.ground[k] = shared.ground[&(cell_key(i, j), self.ykey[k])];
-            }
-            if self.ground[k].is_nan() {
-                continue;
-            }
-            let ycm = cm(self.ground[k]);
-            if self.fit[k] == FIT_PENDING {
-                self.fit[k] = shared
-                    .fit
-                    .get(&(cell_key(i, j), ycm, self.shape))
-                    .copied()
-                    .unwrap_or(FIT_UNKNOWN);
-            }
             if self.vis[k] & VIS_PENDING != 0 {
                 let code = self.vis[k] & !VIS_PENDING;
-                self.vis[k] = shared
-                    .vis
-                    .get(&(cell_key(i, j), ycm, self.group))
-                    .copied()
-                    .unwrap_or(code);
+                self.vis[k] = shared.vis.get(&self.vis_key(idx)).copied().unwrap_or(code);
             }
         }
     }
 
     /// Moves the search as far as what is known allows; what is missing goes into `wave`.
-    pub fn advance(&mut self, p: &DenseParams, shared: &Shared, wave: &mut Wave) {
+    pub fn advance(
+        &mut self,
+        p: &DenseParams,
+        shared: &Shared,
+        surface: &Surface,
+        wave: &mut Wave,
+    ) {
         loop {
             match self.phase {
                 Phase::Done => return,
-                Phase::Verifying { .. } => {
-                    wave.intervis.push(self.qi);
-                    return;
-                }
+                Phase::Verifying { .. } => return,
                 Phase::Searching | Phase::Window { .. } => {}
             }
             let Some(&(Reverse(gk), u)) = self.heap.peek() else {
@@ -446,14 +418,16 @@ impl Local {
                     continue;
                 }
             }
-            if !self.ready(u, p, shared, wave) {
-                self.prefetch(g, p, shared, wave);
+            if self.vis_of(u, shared, wave).is_none() {
+                self.prefetch(g, p, shared, surface, wave);
                 return;
             }
             self.heap.pop();
             self.closed[uk] = true;
             let vis = self.vis[uk] & !VIS_PENDING;
-            let hidden = (vis >= VIS_HIDDEN).then(|| Posture::ALL[(vis - VIS_HIDDEN) as usize]);
+            let hidden = (vis >= VIS_HIDDEN)
+                .then(|| Posture::ALL[(vis - VIS_HIDDEN) as usize])
+                .filter(|&h| h > Posture::Prone || self.prone_lies(u, p, surface));
             self.answer.explored.push(Explored {
                 position: self.point(u),
                 path_length: g,
@@ -470,18 +444,18 @@ impl Local {
                 }
             }
             if self.walks_on(u) {
-                self.relax(u, p, shared, wave);
+                self.relax(u, p, surface);
             }
         }
     }
 
-    fn relax(&mut self, u: u32, p: &DenseParams, shared: &Shared, wave: &mut Wave) {
+    fn relax(&mut self, u: u32, p: &DenseParams, surface: &Surface) {
         let (i, j) = self.cell_of(u);
         let y = self.ground[u as usize];
         let mut enterable = [None; 8];
         for (n, (di, dj)) in NEIGHBOURS.iter().enumerate() {
             if let Some(v) = self.index(i + di, j + dj) {
-                if let Enter::Yes(_) = self.enter(v, y, p, shared, wave) {
+                if self.enter(v, y, p, surface).is_some() {
                     enterable[n] = Some(v);
                 }
             }
@@ -568,7 +542,7 @@ impl Local {
             posture,
             path_length: path.windows(2).map(|w| w[0].distance(w[1])).sum(),
             path,
-            exposure: vec![0.0; self.observers],
+            exposure: vec![0.0; self.observers.len()],
             decided_by: if pixels.is_some() {
                 Check::Intervis
             } else {

@@ -28,8 +28,12 @@
 //! which agree bit for bit. Ground, clearance and visibility are cached per cell for the whole
 //! batch, so agents that share observers share the work.
 
+mod eager;
 mod local;
 mod shared;
+mod surface;
+
+pub use surface::{Floor, Surface, SurfaceStats, MAX_NEW_TILES, TILE};
 
 use super::body::BodyParams;
 use super::field::CellCover;
@@ -38,7 +42,8 @@ use super::{Agent, Posture};
 use crate::scene::{Mask, Scene};
 use crate::{Engine, Error, Result};
 use glam::Vec3;
-use local::Local;
+use local::{Local, Phase};
+use rustc_hash::FxHashMap;
 use shared::{Shared, Wave};
 
 /// Dense search settings.
@@ -149,75 +154,272 @@ pub struct DenseAnswer {
 /// a larger batch is answered in chunks of this many, sharing the caches.
 const CHUNK: usize = 64;
 
+/// Candidates per query measured with the intervis humanoid in one call on a GPU, nearest
+/// first (as the search would try them, each assumed turned down): one wait covers the
+/// usual rejections. The CPU measures one at a time (no wait to save, and each costs).
+pub const INTERVIS_AHEAD: usize = 4;
+
+/// Intervis verdicts known so far: (query, spot, posture) -> exposed pixels per observer.
+type Verdicts = FxHashMap<(usize, [u32; 3], u8), Vec<u32>>;
+
+fn verdict_key(qi: usize, at: Vec3, posture: Posture) -> (usize, [u32; 3], u8) {
+    (qi, at.to_array().map(f32::to_bits), posture as u8)
+}
+
 /// Answers many dense cover queries; see the module docs. Queries with the same observers, mask
-/// and body share visibility work, and all share ground and clearance.
+/// and body share visibility work. Builds a walk surface for this call; keep one
+/// ([`find_cover_on`]) to answer later queries without tracing ground or clearance again.
 pub fn find_cover(
     engine: &Engine,
     scene: &Scene,
     queries: &[DenseQuery],
     params: &DenseParams,
 ) -> Result<Vec<DenseAnswer>> {
-    validate(queries, params)?;
-    let mut shared = Shared::new(queries);
-    let mut rays = vec![0usize; queries.len()];
-    let mut answers = Vec::with_capacity(queries.len());
-    for first in (0..queries.len()).step_by(CHUNK) {
-        let chunk = first..(first + CHUNK).min(queries.len());
-        let mut states: Vec<Local> = chunk
-            .map(|qi| Local::new(qi, &queries[qi], params, &shared))
-            .collect();
-        loop {
-            let mut wave = Wave::default();
-            for s in &mut states {
-                s.advance(params, &shared, &mut wave);
-            }
-            if wave.is_empty() {
-                break;
-            }
-            wave.trace(engine, scene, queries, params, &mut shared, &mut rays)?;
-            for s in &mut states {
-                s.sync(&shared);
-            }
-            verify(
-                engine,
-                scene,
-                queries,
-                params,
-                &mut states,
-                &wave.intervis,
-                first,
-            )?;
-        }
-        answers.extend(states.into_iter().map(|mut s| {
-            s.answer.rays = rays[s.qi];
-            s.answer
-        }));
-    }
-    Ok(answers)
+    find_cover_on(engine, scene, &mut Surface::new(), queries, params)
 }
 
-/// Measures the choices awaiting the intervis humanoid, in one call.
-fn verify(
+/// [`find_cover`] on a kept walk surface: the tiles the queries need are built (or rebuilt
+/// where the scene changed) first, then only visibility is traced.
+///
+/// On a GPU every reachable cell's prone head, then the nearest hidden heads' whole bodies,
+/// are traced for the whole batch up front ([`eager`]), and the intervis measurement takes
+/// the first few candidates of every query at once: three waits for a batch of any size when
+/// nothing is missing. The CPU searches lazily, a band at a time. Both choose alike: the same
+/// search runs over the same cached results.
+pub fn find_cover_on(
+    engine: &Engine,
+    scene: &Scene,
+    surface: &mut Surface,
+    queries: &[DenseQuery],
+    params: &DenseParams,
+) -> Result<Vec<DenseAnswer>> {
+    validate(queries, params)?;
+    let agents: Vec<Agent> = queries.iter().map(|q| q.agent).collect();
+    surface.prepare(engine, scene, &agents, params)?;
+    let gpu = engine.backend() == crate::Backend::Gpu;
+    let mut d = Driver {
+        engine,
+        scene,
+        queries,
+        params,
+        surface,
+        shared: Shared::new(queries),
+        rays: vec![0; queries.len()],
+        verdicts: Verdicts::default(),
+        gpu,
+    };
+    if gpu {
+        eager::prefill(
+            engine,
+            scene,
+            surface,
+            queries,
+            params,
+            &mut d.shared,
+            &mut d.rays,
+        )?;
+    }
+    let mut answers: Vec<Option<DenseAnswer>> = vec![None; queries.len()];
+    loop {
+        let open: Vec<usize> = (0..queries.len())
+            .filter(|&q| answers[q].is_none())
+            .collect();
+        let mut asks = Vec::new();
+        let (mut wave, mut waiting) = d.pass(&open, &mut answers, &mut asks)?;
+        // The GPU gathers every search's needs of a pass into one wave.
+        while !wave.is_empty() {
+            log::debug!(
+                "dense cover: a gathered wave of {} requests for {} queries",
+                wave.len(),
+                waiting.len()
+            );
+            wave.trace(engine, scene, queries, params, &mut d.shared, &mut d.rays)?;
+            (wave, waiting) = d.pass(&waiting, &mut answers, &mut asks)?;
+        }
+        if asks.is_empty() {
+            break;
+        }
+        log::debug!(
+            "dense cover: {} spots of {} queries to the intervis measurement",
+            asks.len(),
+            open.len()
+        );
+        measure(engine, scene, queries, &asks, &mut d.verdicts)?;
+    }
+    Ok(answers
+        .into_iter()
+        .map(|a| a.expect("every query answered"))
+        .collect())
+}
+
+/// What one call of [`find_cover_on`] works with.
+struct Driver<'a> {
+    engine: &'a Engine,
+    scene: &'a Scene,
+    queries: &'a [DenseQuery],
+    params: &'a DenseParams,
+    surface: &'a Surface,
+    shared: Shared,
+    rays: Vec<usize>,
+    verdicts: Verdicts,
+    gpu: bool,
+}
+
+impl Driver<'_> {
+    /// Runs the `open` searches from the start, in chunks, as far as the caches and verdicts
+    /// allow: a finished one is answered, one awaiting an unknown verdict adds its next spots
+    /// to `asks`. The CPU traces each chunk's waves as they come; the GPU gathers them into
+    /// the returned wave, with the queries that wait on it (run again once it is traced).
+    fn pass(
+        &mut self,
+        open: &[usize],
+        answers: &mut [Option<DenseAnswer>],
+        asks: &mut Vec<(usize, Vec3, Posture)>,
+    ) -> Result<(Wave, Vec<usize>)> {
+        let speculate = if self.gpu { INTERVIS_AHEAD } else { 1 };
+        let mut gathered = Wave::default();
+        let mut waiting = Vec::new();
+        for chunk in open.chunks(CHUNK) {
+            let mut states: Vec<Local> = chunk
+                .iter()
+                .map(|&qi| {
+                    let mut s = Local::new(
+                        qi,
+                        &self.queries[qi],
+                        self.params,
+                        &self.shared,
+                        self.surface,
+                    );
+                    s.eager = self.gpu;
+                    s
+                })
+                .collect();
+            if self.gpu {
+                for s in &mut states {
+                    run(
+                        s,
+                        self.params,
+                        &self.shared,
+                        self.surface,
+                        &self.verdicts,
+                        &mut gathered,
+                    );
+                }
+            } else {
+                self.search(&mut states)?;
+            }
+            for s in states {
+                if s.waiting() {
+                    waiting.push(s.qi);
+                } else if s.phase == Phase::Done {
+                    let mut a = s.answer;
+                    a.rays = self.rays[s.qi];
+                    answers[s.qi] = Some(a);
+                } else {
+                    let (p, sh, su, v) = (self.params, &self.shared, self.surface, &self.verdicts);
+                    asks.extend(candidates(s, p, sh, su, v, speculate));
+                }
+            }
+        }
+        Ok((gathered, waiting))
+    }
+
+    /// Runs the searches as far as the verdicts known allow, tracing what they ask for in
+    /// waves.
+    fn search(&mut self, states: &mut [Local]) -> Result<()> {
+        loop {
+            let mut wave = Wave::default();
+            for s in states.iter_mut() {
+                run(
+                    s,
+                    self.params,
+                    &self.shared,
+                    self.surface,
+                    &self.verdicts,
+                    &mut wave,
+                );
+            }
+            if wave.is_empty() {
+                return Ok(());
+            }
+            log::debug!(
+                "dense cover: a lazy wave of {} visibility requests (head, body, higher postures: {:?})",
+                wave.len(),
+                wave.stages()
+            );
+            wave.trace(
+                self.engine,
+                self.scene,
+                self.queries,
+                self.params,
+                &mut self.shared,
+                &mut self.rays,
+            )?;
+            for s in states.iter_mut() {
+                s.sync(&self.shared);
+            }
+        }
+    }
+}
+
+/// Advances one search, applying known verdicts, until it is done, needs visibility (asked
+/// for in `wave`) or awaits an unknown verdict.
+fn run(
+    s: &mut Local,
+    params: &DenseParams,
+    shared: &Shared,
+    surface: &Surface,
+    verdicts: &Verdicts,
+    wave: &mut Wave,
+) {
+    loop {
+        s.advance(params, shared, surface, wave);
+        let Some((at, posture)) = s.pending_choice() else {
+            return;
+        };
+        match verdicts.get(&verdict_key(s.qi, at, posture)) {
+            Some(px) => s.verified(px.clone(), params),
+            None => return,
+        }
+    }
+}
+
+/// The next `n` spots search `s` would measure, each assumed turned down, as far as the cache
+/// holds what they need.
+fn candidates(
+    s: Local,
+    params: &DenseParams,
+    shared: &Shared,
+    surface: &Surface,
+    verdicts: &Verdicts,
+    n: usize,
+) -> Vec<(usize, Vec3, Posture)> {
+    let mut s = s;
+    let mut out = Vec::new();
+    while out.len() < n {
+        let Some((at, posture)) = s.pending_choice() else {
+            break;
+        };
+        out.push((s.qi, at, posture));
+        s.verified(vec![u32::MAX], params);
+        let mut scratch = Wave::default();
+        run(&mut s, params, shared, surface, verdicts, &mut scratch);
+        if !scratch.is_empty() {
+            break;
+        }
+    }
+    out
+}
+
+/// Measures spots with the intervis humanoid, in one call, and files the verdicts.
+fn measure(
     engine: &Engine,
     scene: &Scene,
     queries: &[DenseQuery],
-    params: &DenseParams,
-    states: &mut [Local],
-    pending: &[usize],
-    first: usize,
+    asks: &[(usize, Vec3, Posture)],
+    verdicts: &mut Verdicts,
 ) -> Result<()> {
-    if pending.is_empty() {
-        return Ok(());
-    }
-    let spots: Vec<(usize, Vec3, Posture)> = pending
-        .iter()
-        .filter_map(|&qi| {
-            states[qi - first]
-                .pending_choice()
-                .map(|(at, p)| (qi, at, p))
-        })
-        .collect();
-    let cands: Vec<Candidate> = spots
+    let cands: Vec<Candidate> = asks
         .iter()
         .map(|&(qi, ground, posture)| Candidate {
             agent: &queries[qi].agent,
@@ -228,8 +430,8 @@ fn verify(
         })
         .collect();
     let pixels = intervis_exposure(engine, scene, &cands)?;
-    for ((qi, ..), px) in spots.into_iter().zip(pixels) {
-        states[qi - first].verified(px, params);
+    for (&(qi, at, posture), px) in asks.iter().zip(pixels) {
+        verdicts.insert(verdict_key(qi, at, posture), px);
     }
     Ok(())
 }

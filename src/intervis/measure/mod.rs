@@ -214,6 +214,46 @@ pub fn measure(
     }
 }
 
+/// [`measure`] for several calls, each with its own parameters (a mask, a target height): on
+/// the GPU every call's pass goes into one submission, so the whole set costs one wait.
+pub fn measure_many(
+    engine: &Engine,
+    scene: &Scene,
+    calls: &[(&[IntervisPair], IntervisParams)],
+) -> Result<Vec<Vec<IntervisRecord>>> {
+    let Some(tracer) = engine.gpu() else {
+        return calls
+            .iter()
+            .map(|(pairs, params)| measure_ray_cast(engine, scene, pairs, params))
+            .collect();
+    };
+    let passes = calls
+        .iter()
+        .map(|(pairs, params)| IntervisPass::prepare(tracer, scene, pairs, params))
+        .collect::<Result<Vec<_>>>()?;
+    crate::gpu::submit_checked(
+        tracer,
+        pass::OP,
+        "intervis",
+        "lower the resolution or pass fewer pairs",
+        |e| {
+            for p in &passes {
+                p.encode(tracer, e);
+            }
+        },
+    )?;
+    // The first read waits for the submission; the others find it done.
+    let mut waited = false;
+    passes
+        .iter()
+        .map(|p| {
+            let r = p.read_after(tracer, !waited);
+            waited |= p.draws();
+            r
+        })
+        .collect()
+}
+
 /// The CPU twin of [`measure`]: the same views, target meshes, boxes and shading, every box
 /// pixel ray cast (scene hits through `engine`, so a GPU engine traces the scene rays on the
 /// GPU; the target through a BVH of its mesh on the CPU).

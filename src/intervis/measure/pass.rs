@@ -156,6 +156,11 @@ impl IntervisPass {
 
     /// Number of pairs in the batch.
     #[must_use]
+    /// Whether reading the pass waits for the GPU (some target is drawn).
+    pub(super) fn draws(&self) -> bool {
+        self.work.is_some()
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }
@@ -206,6 +211,12 @@ impl IntervisPass {
     /// was not submitted (or failed) before this call; [`Error::DeviceLost`] when the readback
     /// fails.
     pub fn read(&self, tracer: &GpuTracer) -> Result<Vec<IntervisRecord>> {
+        self.read_after(tracer, true)
+    }
+
+    /// [`IntervisPass::read`]; `wait` false where the caller already waited for the
+    /// submission (another pass of it was read), so no wait is counted.
+    pub(super) fn read_after(&self, tracer: &GpuTracer, wait: bool) -> Result<Vec<IntervisRecord>> {
         const WHAT: &str = "the intervis pass";
         self.receipt.check_encoded(WHAT)?;
         let mut out = vec![Sums::default().finish(0); self.len];
@@ -214,13 +225,12 @@ impl IntervisPass {
         };
         let (readback, bytes) = w.readback();
         let receipt = self.receipt.buffer().map(|b| (b, 4));
-        crate::gpu::map_read_ranges(
-            tracer,
-            OP,
-            std::iter::once((readback, bytes)).chain(receipt),
-            None,
-            "the intervis records",
-        )?;
+        let ranges = std::iter::once((readback, bytes)).chain(receipt);
+        if wait {
+            crate::gpu::map_read_ranges(tracer, OP, ranges, None, "the intervis records")?;
+        } else {
+            crate::gpu::map_read_ranges_ready(tracer, OP, ranges, "the intervis records")?;
+        }
         if let Err(e) = self.receipt.check_submitted(WHAT) {
             readback.unmap();
             return Err(e);

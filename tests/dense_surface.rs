@@ -1,0 +1,212 @@
+//! The dense search's kept walk surface: the whole-disc fit, tiles kept between calls and
+//! rebuilt only where an object moved, and the GPU's round trips for a batch on cached tiles.
+
+#[path = "common/gpu.rs"]
+mod gpu;
+#[path = "common/scenes.rs"]
+mod scenes;
+
+use glam::{Affine3A, Vec3};
+use scenes::{cuboid, ground, materials, SOLID};
+use sightline::agent::fitting_postures;
+use sightline::cover::dense::{
+    find_cover_on, DenseAnswer, DenseParams, DenseQuery, Surface, INTERVIS_AHEAD,
+};
+use sightline::cover::{Agent, Posture};
+use sightline::scene::procedural;
+use sightline::trace::{Ray, SplitMix64};
+use sightline::{Engine, Mask, MaterialFlags, Mesh, Mobility, Scene};
+
+fn engines() -> Vec<Engine> {
+    let mut v = vec![Engine::cpu()];
+    v.extend(gpu::gpu_engine());
+    v
+}
+
+/// `n` agents on floors (front-facing walkable ground) within `span` metres of `centre`, all
+/// facing the same four observers 12-25 m away at eye height.
+fn batch(engine: &Engine, scene: &Scene, centre: Vec3, n: usize, span: f32) -> Vec<DenseQuery> {
+    let mut rng = SplitMix64(7);
+    let ground_at = |rng: &mut SplitMix64, r: f32| loop {
+        let p = centre + Vec3::new(rng.range(-r, r), 30.0, rng.range(-r, r));
+        let hit = engine
+            .closest_hit(scene, &[Ray::new(p, Vec3::NEG_Y, 60.0)], Mask::ANY_SOLID)
+            .unwrap()[0];
+        if let Some(h) = hit.filter(|h| {
+            !h.back
+                && h.normal.y > 0.8
+                && scene.materials()[h.material as usize]
+                    .flags
+                    .contains(MaterialFlags::WALKABLE)
+        }) {
+            return p - Vec3::Y * h.t;
+        }
+    };
+    let observers: Vec<Vec3> = (0..4)
+        .map(|k| {
+            let a = k as f32 * std::f32::consts::FRAC_PI_2 + 0.4;
+            let far =
+                centre + Vec3::new(a.cos(), 0.0, a.sin()) * rng.range(12.0, 25.0) + Vec3::Y * 30.0;
+            let hit = engine
+                .closest_hit(scene, &[Ray::new(far, Vec3::NEG_Y, 60.0)], Mask::ANY_SOLID)
+                .unwrap()[0];
+            let y = hit.map_or(centre.y, |h| far.y - h.t);
+            far.with_y(y + 1.7)
+        })
+        .collect();
+    (0..n)
+        .map(|k| DenseQuery {
+            agent: Agent::soldier(ground_at(&mut rng, span)),
+            observers: observers.clone(),
+            mask: if k % 2 == 0 { Mask::SIGHT } else { Mask::FIRE },
+        })
+        .collect()
+}
+
+fn agents(q: &[DenseQuery]) -> Vec<Agent> {
+    q.iter().map(|q| q.agent).collect()
+}
+
+/// A wall corner 0.23 m from a spot on the diagonal cuts the body there: the disc fit says so,
+/// where the two diameters of the nav clearance test miss it.
+#[test]
+fn a_wall_corner_inside_the_body_on_the_diagonal_means_nothing_fits() {
+    let params = DenseParams::standard();
+    let (i, j) = (8, 8);
+    let centre = Vec3::new(
+        (i as f32 + 0.5) * params.cell,
+        0.0,
+        (j as f32 + 0.5) * params.cell,
+    );
+    let corner = centre + Vec3::new(1.0, 0.0, 1.0) * (0.23 / std::f32::consts::SQRT_2);
+    let mut mesh = Mesh::default();
+    ground(&mut mesh, 20.0, 0.0);
+    cuboid(&mut mesh, corner, corner + Vec3::new(4.0, 3.0, 4.0), SOLID);
+    let mut scene = Scene::new(materials());
+    scene
+        .add_object(mesh, Affine3A::IDENTITY, Mobility::Static)
+        .unwrap();
+    for engine in engines() {
+        let agent = Agent::soldier(centre);
+        let two_diameters = fitting_postures(&engine, &scene, &agent, &[centre], 0.1).unwrap();
+        assert_eq!(
+            two_diameters[0],
+            Some(Posture::Standing),
+            "the old test misses it"
+        );
+        let mut surface = Surface::new();
+        surface.prepare(&engine, &scene, &[agent], &params).unwrap();
+        let shape = surface.shape_of(&agent);
+        let here = surface.floors(shape, i, j);
+        assert_eq!(here.len(), 1);
+        assert_eq!(here[0].fit, 0, "a corner inside the disc: nothing fits");
+        // Two cells further from the corner, the body is clear.
+        let clear = surface.floors(shape, i - 2, j - 2);
+        assert_eq!(clear[0].fit, 1 + Posture::Standing as u8);
+    }
+}
+
+/// Tiles are kept between calls (a second call builds none and answers alike) and a moved
+/// crate drops only the tiles it touches; the answers then equal a fresh surface's.
+#[test]
+fn tiles_are_kept_and_rebuilt_only_where_an_object_moved() {
+    let params = DenseParams {
+        verify_intervis: false,
+        ..DenseParams::standard()
+    };
+    for engine in engines() {
+        let mut scene = procedural::village(1, 1);
+        let mut crate_mesh = Mesh::default();
+        cuboid(&mut crate_mesh, Vec3::ZERO, Vec3::new(1.0, 1.2, 1.0), SOLID);
+        let id = scene
+            .add_object(
+                crate_mesh,
+                Affine3A::from_translation(Vec3::new(3.0, 0.0, 3.0)),
+                Mobility::Movable,
+            )
+            .unwrap();
+        let queries = batch(&engine, &scene, Vec3::ZERO, 40, 30.0);
+        let mut surface = Surface::new();
+        let first = find_cover_on(&engine, &scene, &mut surface, &queries, &params).unwrap();
+        let built = surface.stats().built;
+        assert!(built >= 9, "{built} tiles for a 40 m square and more");
+        let again = find_cover_on(&engine, &scene, &mut surface, &queries, &params).unwrap();
+        assert_eq!(surface.stats().built, built, "a second call builds nothing");
+        assert_eq!(first, again);
+        scene
+            .set_transform(id, Affine3A::from_translation(Vec3::new(-6.0, 0.0, 2.0)))
+            .unwrap();
+        let moved = find_cover_on(&engine, &scene, &mut surface, &queries, &params).unwrap();
+        let s = surface.stats();
+        assert!(s.dropped >= 1 && s.dropped < built, "{s:?} of {built}");
+        assert_eq!(
+            s.built,
+            built + s.dropped,
+            "only the dropped tiles are built again"
+        );
+        let fresh = find_cover_on(&engine, &scene, &mut Surface::new(), &queries, &params).unwrap();
+        assert_eq!(moved, fresh, "kept tiles answer as a fresh surface does");
+    }
+}
+
+/// On the GPU a batch on cached tiles costs at most four waits, whatever its size: the two
+/// up-front visibility calls, one gathered wave for agents whose cover lies beyond them, and
+/// one intervis measurement of every agent's next candidates; plus one measurement for each
+/// further [`INTERVIS_AHEAD`] candidates of the agent the humanoid turned down most.
+#[test]
+fn dense_cover_waits_at_most_four_times_per_batch_on_cached_tiles() {
+    let Some(gpu) = gpu::gpu_engine() else { return };
+    let scene = procedural::village(1, 1);
+    let params = DenseParams::standard();
+    let all = batch(&gpu, &scene, Vec3::ZERO, 400, 25.0);
+    let mut surface = Surface::new();
+    surface
+        .prepare(&gpu, &scene, &agents(&all), &params)
+        .unwrap();
+    let cpu = Engine::cpu();
+    for n in [1, 50, 400] {
+        let queries = &all[..n];
+        let (before, ops) = (gpu.counters().total, gpu.counters());
+        let answers = find_cover_on(&gpu, &scene, &mut surface, queries, &params).unwrap();
+        let d = gpu.counters().total.since(&before);
+        let by_op: Vec<_> = gpu
+            .counters()
+            .by_operation
+            .iter()
+            .map(|(name, c)| (*name, c.since(&ops.operation(name)).waits))
+            .filter(|x| x.1 > 0)
+            .collect();
+        let most = answers.iter().map(|a| a.rejected.len()).max().unwrap_or(0);
+        let more = most / INTERVIS_AHEAD;
+        assert!(
+            d.waits as usize <= 4 + more && d.submissions as usize <= 4 + more,
+            "{n} queries, at most {most} rejections: {d:?}, waits by operation {by_op:?}"
+        );
+        eprintln!("{n} queries: {} waits, at most {most} rejections", d.waits);
+        let found = answers.iter().filter(|a| a.choice.is_some()).count();
+        assert!(
+            n < 50 || found * 2 >= n,
+            "{n} queries, only {found} found cover"
+        );
+        // The CPU's lazy search chooses alike (on the body check: the intervis measurement's
+        // two backends agree by contract, not pixel for pixel).
+        let body = DenseParams {
+            verify_intervis: false,
+            ..params
+        };
+        let eager = find_cover_on(&gpu, &scene, &mut surface, queries, &body).unwrap();
+        let lazy = find_cover_on(&cpu, &scene, &mut Surface::new(), queries, &body).unwrap();
+        for (k, (a, b)) in eager.iter().zip(&lazy).enumerate() {
+            let at = |x: &DenseAnswer| x.choice.as_ref().map(|c| (c.position, c.posture));
+            assert_eq!(
+                a.choice,
+                b.choice,
+                "{n} queries, query {k}: gpu {:?} ({} rejected), cpu {:?} ({} rejected)",
+                at(a),
+                a.rejected.len(),
+                at(b),
+                b.rejected.len()
+            );
+        }
+    }
+}
