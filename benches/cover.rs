@@ -15,7 +15,10 @@
 //! walkable ground 10-40 m away, hiding from sight (`Mask::SIGHT`); all seeded. The `single`
 //! groups run one query per iteration, cycling through the 1,000 queries; `batch1000` hands all
 //! 1,000 to one `find_cover` call (sensor grid); `batch1000_shared` (dense) hands one call 1,000
-//! agents of one area that share the same 4 observers.
+//! agents of one area that share the same 4 observers. The dense `single` and
+//! `batch1000_shared` groups run on a kept walk surface whose tiles are built before timing (as
+//! a simulation keeps one per level); `dense/<scene>/first` builds the tiles a query needs
+//! inside each iteration.
 //!
 //! Environment: `SIGHTLINE_DATA` is the folder holding `dungeon.obj` (default `../shared/data`
 //! next to the crate); `SIGHTLINE_REQUIRE_GPU=1` panics instead of skipping the `gpu` functions
@@ -66,7 +69,8 @@ const GROUND_POOL: usize = 8 * QUERIES;
 const MAX_OBSERVER_TRIES: usize = 100_000;
 
 /// `n` points on walkable, gently sloped ground: downward rays from above the scene bounds at
-/// seeded random x, z, keeping first hits on `WALKABLE` material with `normal.y > 0.7`.
+/// seeded random x, z, keeping first hits on the front of `WALKABLE` material with
+/// `normal.y > 0.7`.
 fn ground_points(engine: &Engine, scene: &Scene, n: usize, rng: &mut SplitMix64) -> Vec<Vec3> {
     let (lo, hi) = scene.bounds().expect("non-empty scene");
     let top = hi.y + 1.0;
@@ -90,7 +94,8 @@ fn ground_points(engine: &Engine, scene: &Scene, n: usize, rng: &mut SplitMix64)
             let walkable = materials[hit.material as usize]
                 .flags
                 .contains(MaterialFlags::WALKABLE);
-            if walkable && hit.normal.y > MIN_GROUND_NORMAL_Y && out.len() < n {
+            // A ceiling met from above (its back) is not ground to stand on.
+            if walkable && !hit.back && hit.normal.y > MIN_GROUND_NORMAL_Y && out.len() < n {
                 out.push(ray.origin() + ray.dir() * hit.t);
             }
         }
@@ -248,7 +253,7 @@ fn shared(case: &Case) -> Vec<DenseQuery> {
             let walkable = case.scene.materials()[hit.material as usize]
                 .flags
                 .contains(MaterialFlags::WALKABLE);
-            if walkable && hit.normal.y > MIN_GROUND_NORMAL_Y && out.len() < QUERIES {
+            if walkable && !hit.back && hit.normal.y > MIN_GROUND_NORMAL_Y && out.len() < QUERIES {
                 out.push(DenseQuery {
                     agent: Agent::soldier(ray.origin() + ray.dir() * hit.t),
                     observers: first.observers.clone(),
@@ -269,65 +274,11 @@ fn dense_search(c: &mut Criterion, cases: &[Case], gpu: Option<&Engine>) {
     for case in cases {
         let queries: Vec<DenseQuery> = case.queries.iter().map(to_dense).collect();
         let squad = shared(case);
-        // Outside timing, over the first 100 queries one at a time: how often cover is found,
-        // what a query costs, and the latency split by outcome (a "no cover" answer has looked
-        // at every cell it can reach within the radius).
-        let (mut found, mut none) = (Vec::new(), Vec::new());
-        let (mut cells, mut rays) = (0, 0);
-        for q in &queries[..100] {
-            let t = Instant::now();
-            let a = dense::find_cover(&cpu, &case.scene, std::slice::from_ref(q), &params)
-                .unwrap()
-                .remove(0);
-            let took = ms(t.elapsed());
-            cells += a.explored.len();
-            rays += a.rays;
-            if a.choice.is_some() {
-                found.push(took)
-            } else {
-                none.push(took)
-            }
-        }
-        let median = |v: &mut Vec<f64>| {
-            v.sort_by(f64::total_cmp);
-            v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-        };
-        eprintln!(
-            "{}: dense: {}% of 100 found cover; {:.0} cells and {:.0} rays per query (mean); \
-             median latency {:.2} ms when cover is found, {:.2} ms when none is",
-            case.name,
-            found.len(),
-            cells as f64 / 100.0,
-            rays as f64 / 100.0,
-            median(&mut found),
-            median(&mut none),
-        );
-        let t = Instant::now();
-        let shared_answers = dense::find_cover(&cpu, &case.scene, &squad, &params).unwrap();
-        let covered = shared_answers.iter().filter(|a| a.choice.is_some()).count();
-        eprintln!(
-            "{}: dense, 1,000 agents sharing 4 observers: {:.1}% found cover; first cpu batch \
-             {:.0} ms",
-            case.name,
-            100.0 * covered as f64 / QUERIES as f64,
-            ms(t.elapsed())
-        );
-        if let Some(gpu) = gpu {
-            let theirs = dense::find_cover(gpu, &case.scene, &squad, &params).unwrap();
-            let differ = shared_answers
-                .iter()
-                .zip(&theirs)
-                .filter(|(x, y)| x != y)
-                .count();
-            eprintln!(
-                "{}: dense, shared batch: gpu and cpu answers differ on {differ} of {QUERIES} \
-                 (the intervis check's pixel counts may differ by rounding)",
-                case.name
-            );
-        }
-        let mut g = c.benchmark_group(format!("dense/{}/single", case.name));
+        report_dense(case, &queries, &squad, &params, gpu);
+        let mut g = c.benchmark_group(format!("dense/{}/first", case.name));
         g.throughput(Throughput::Elements(1));
         for &(name, engine) in &engines {
+            // A fresh walk surface each time: the tiles the query needs are built first.
             g.bench_function(name, |b| {
                 let mut i = 0;
                 b.iter(|| {
@@ -344,19 +295,142 @@ fn dense_search(c: &mut Criterion, cases: &[Case], gpu: Option<&Engine>) {
             });
         }
         g.finish();
-        for (group, batch) in [("batch1000_shared", &squad)] {
-            let mut g = c.benchmark_group(format!("dense/{}/{group}", case.name));
-            g.throughput(Throughput::Elements(QUERIES as u64));
-            for &(name, engine) in &engines {
-                g.bench_function(name, |b| {
-                    b.iter(|| {
-                        dense::find_cover(engine, &case.scene, black_box(batch), &params).unwrap()
-                    })
-                });
-            }
-            g.finish();
+        let mut g = c.benchmark_group(format!("dense/{}/single", case.name));
+        g.throughput(Throughput::Elements(1));
+        for &(name, engine) in &engines {
+            // Tiles cached: the surface holds every query's tiles before timing.
+            let mut surface = prepared(engine, case, &queries, &params);
+            g.bench_function(name, |b| {
+                let mut i = 0;
+                b.iter(|| {
+                    let q = &queries[i % QUERIES];
+                    i += 1;
+                    let one = black_box(std::slice::from_ref(q));
+                    dense::find_cover_on(engine, &case.scene, &mut surface, one, &params).unwrap()
+                })
+            });
+        }
+        g.finish();
+        let mut g = c.benchmark_group(format!("dense/{}/batch1000_shared", case.name));
+        g.throughput(Throughput::Elements(QUERIES as u64));
+        for &(name, engine) in &engines {
+            let mut surface = prepared(engine, case, &squad, &params);
+            let before = engine.counters().total;
+            dense::find_cover_on(engine, &case.scene, &mut surface, &squad, &params).unwrap();
+            eprintln!(
+                "{}: dense, shared batch on {name}: one call {:?}",
+                case.name,
+                engine.counters().total.since(&before)
+            );
+            g.bench_function(name, |b| {
+                b.iter(|| {
+                    dense::find_cover_on(
+                        engine,
+                        &case.scene,
+                        &mut surface,
+                        black_box(&squad),
+                        &params,
+                    )
+                    .unwrap()
+                })
+            });
+        }
+        g.finish();
+    }
+}
+
+/// Outside timing: how often cover is found over the first 100 queries one at a time, what a
+/// query costs, the latency by outcome, and whether the backends agree on the shared batch.
+fn report_dense(
+    case: &Case,
+    queries: &[DenseQuery],
+    squad: &[DenseQuery],
+    params: &DenseParams,
+    gpu: Option<&Engine>,
+) {
+    let cpu = Engine::cpu();
+    let params = *params;
+    // Outside timing, over the first 100 queries one at a time: how often cover is found,
+    // what a query costs, and the latency split by outcome (a "no cover" answer has looked
+    // at every cell it can reach within the radius).
+    let (mut found, mut none) = (Vec::new(), Vec::new());
+    let (mut cells, mut rays) = (0, 0);
+    let mut surface = prepared(&cpu, case, &queries[..100], &params);
+    for q in &queries[..100] {
+        let t = Instant::now();
+        let one = std::slice::from_ref(q);
+        let a = dense::find_cover_on(&cpu, &case.scene, &mut surface, one, &params)
+            .unwrap()
+            .remove(0);
+        let took = ms(t.elapsed());
+        cells += a.explored.len();
+        rays += a.rays;
+        if a.choice.is_some() {
+            found.push(took)
+        } else {
+            none.push(took)
         }
     }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    eprintln!(
+        "{}: dense: {}% of 100 found cover; {:.0} cells and {:.0} rays per query (mean); \
+         median latency {:.2} ms when cover is found, {:.2} ms when none is",
+        case.name,
+        found.len(),
+        cells as f64 / 100.0,
+        rays as f64 / 100.0,
+        median(&mut found),
+        median(&mut none),
+    );
+    let t = Instant::now();
+    let shared_answers = dense::find_cover(&cpu, &case.scene, squad, &params).unwrap();
+    let covered = shared_answers.iter().filter(|a| a.choice.is_some()).count();
+    eprintln!(
+        "{}: dense, 1,000 agents sharing 4 observers: {:.1}% found cover; first cpu batch \
+         (tiles included) {:.0} ms",
+        case.name,
+        100.0 * covered as f64 / QUERIES as f64,
+        ms(t.elapsed())
+    );
+    if let Some(gpu) = gpu {
+        let theirs = dense::find_cover(gpu, &case.scene, squad, &params).unwrap();
+        let differ = shared_answers
+            .iter()
+            .zip(&theirs)
+            .filter(|(x, y)| x.choice != y.choice)
+            .count();
+        eprintln!(
+            "{}: dense, shared batch: gpu and cpu answers differ on {differ} of {QUERIES} \
+             (the intervis check's pixel counts may differ by rounding)",
+            case.name
+        );
+    }
+}
+
+/// A walk surface holding every tile `queries` need, and what building it took (stderr).
+fn prepared(
+    engine: &Engine,
+    case: &Case,
+    queries: &[DenseQuery],
+    params: &DenseParams,
+) -> dense::Surface {
+    let mut surface = dense::Surface::new();
+    let agents: Vec<Agent> = queries.iter().map(|q| q.agent).collect();
+    let t = Instant::now();
+    surface
+        .prepare(engine, &case.scene, &agents, params)
+        .unwrap();
+    eprintln!(
+        "{}: dense walk surface for {} queries: {} tiles in {:.0} ms",
+        case.name,
+        queries.len(),
+        surface.tiles(),
+        ms(t.elapsed())
+    );
+    surface
 }
 
 /// The depth-map cover field (`CoverFieldParams::standard`: a 40 m square of 0.25 m cells,

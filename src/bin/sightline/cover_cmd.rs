@@ -6,7 +6,9 @@ use crate::picture::{
 use crate::AnyResult;
 use glam::Vec3;
 use serde_json::json;
-use sightline::cover::dense::{find_cover as dense_cover, DenseParams, DenseQuery};
+use sightline::cover::dense::{
+    find_cover as dense_cover, find_cover_on, DenseAnswer, DenseParams, DenseQuery, Surface,
+};
 use sightline::cover::field::{cover_field as field, CellCover, CoverFieldParams};
 use sightline::cover::sensor_grid::{find_cover, firing_positions, CoverQuery, SensorGridParams};
 use sightline::cover::verify::Rejection;
@@ -42,6 +44,152 @@ fn rejected_json(r: &[Rejection]) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// One dense answer as JSON: the agent, the choice (or null), rejections, cells and rays.
+fn answer_json(agent: Vec3, a: &DenseAnswer) -> serde_json::Value {
+    let choice = a.choice.as_ref().map(|c| json!({"position": v(c.position), "posture": c.posture.name(), "path": c.path.iter().map(|&q| v(q)).collect::<Vec<_>>(), "path_length": c.path_length, "exposure": c.exposure, "intervis_exposed": c.intervis_exposed, "decided_by": c.decided_by.name()}));
+    json!({"agent": v(agent), "choice": choice, "rejected": rejected_json(&a.rejected), "explored_cells": a.explored.len(), "rays": a.rays})
+}
+
+/// `sightline cover --agents FILE`: every agent of the file against the same observers in one
+/// batch on one walk surface; the surface's tiles are built first (`setup_seconds`), then the
+/// queries are answered (`seconds`).
+#[allow(clippy::too_many_arguments)]
+pub fn dense_batch(
+    engine: &Engine,
+    scene: &Scene,
+    agents: &Path,
+    observers: Vec<Vec3>,
+    mask: Mask,
+    radius: f32,
+    png: Option<&Path>,
+    as_json: bool,
+) -> AnyResult<()> {
+    let params = DenseParams {
+        radius,
+        ..DenseParams::standard()
+    };
+    let points = sightline::tables::read_waypoints(agents)
+        .map_err(|e| format!("--agents {}: {e}", agents.display()))?;
+    let queries: Vec<DenseQuery> = points
+        .iter()
+        .map(|&p| DenseQuery {
+            agent: Agent::soldier(p),
+            observers: observers.clone(),
+            mask,
+        })
+        .collect();
+    let mut surface = Surface::new();
+    let t = std::time::Instant::now();
+    let bodies: Vec<Agent> = queries.iter().map(|q| q.agent).collect();
+    surface.prepare(engine, scene, &bodies, &params)?;
+    let setup = t.elapsed().as_secs_f64();
+    let t = std::time::Instant::now();
+    let answers = find_cover_on(engine, scene, &mut surface, &queries, &params)?;
+    let secs = t.elapsed().as_secs_f64();
+    let found = answers.iter().filter(|a| a.choice.is_some()).count();
+    if as_json {
+        let list: Vec<_> = points
+            .iter()
+            .zip(&answers)
+            .map(|(&p, a)| answer_json(p, a))
+            .collect();
+        let j = json!({"method": "dense", "answers": list, "seconds": secs, "setup_seconds": setup, "tiles": surface.tiles()});
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&crate::stats::with_counters(j))?
+        );
+    } else {
+        for (k, a) in answers.iter().enumerate() {
+            match &a.choice {
+                Some(c) => println!(
+                    "agent {k} {}: cover at {} ({:.2} m walk, {})",
+                    points[k],
+                    c.position,
+                    c.path_length,
+                    c.posture.name()
+                ),
+                None => println!(
+                    "agent {k} {}: no reachable cover within {radius} m",
+                    points[k]
+                ),
+            }
+        }
+        println!(
+            "{} agents, {found} found cover; {:.1} ms ({:.0} queries/s) after {:.1} ms building {} tiles of walk surface",
+            answers.len(),
+            secs * 1e3,
+            answers.len() as f64 / secs.max(1e-9),
+            setup * 1e3,
+            surface.tiles()
+        );
+    }
+    if let Some(path) = png {
+        draw_batch(engine, scene, &points, &answers, &observers, path)?;
+    }
+    Ok(())
+}
+
+/// Every agent of a batch (orange), the spot it chose (white ring) and the path there.
+fn draw_batch(
+    engine: &Engine,
+    scene: &Scene,
+    points: &[Vec3],
+    answers: &[DenseAnswer],
+    observers: &[Vec3],
+    path: &Path,
+) -> AnyResult<()> {
+    let (mut lo, mut hi) = (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY));
+    for &p in points.iter().chain(observers) {
+        lo = lo.min(p);
+        hi = hi.max(p);
+    }
+    let mut canvas = Canvas::over_box(
+        engine,
+        scene,
+        lo,
+        hi,
+        "cover, dense search: every agent's choice",
+    )?;
+    for (&p, a) in points.iter().zip(answers) {
+        if let Some(c) = &a.choice {
+            canvas.path(&c.path, palette::WHITE);
+            canvas.ring(c.position, 6.0, palette::WHITE);
+        }
+        canvas.disc(p, 4.0, palette::ORANGE);
+    }
+    canvas.key(Key::line(palette::WHITE, "path to the chosen cover"));
+    canvas.key(Key::ring(palette::WHITE, "chosen cover"));
+    canvas.key(Key::disc(palette::ORANGE, "agent"));
+    mark_observers(&mut canvas, observers);
+    canvas.save(path)?;
+    Ok(())
+}
+
+/// One dense answer as a line of text.
+fn print_dense(a: &DenseAnswer, radius: f32, secs: f64) {
+    match &a.choice {
+        Some(c) => println!(
+            "cover at {} ({:.2} m walk, arrive {}, decided by {}), path {:?}; {} cells searched, {} rays, {} rejected, {:.2} ms",
+            c.position,
+            c.path_length,
+            c.posture.name(),
+            c.decided_by.name(),
+            c.path,
+            a.explored.len(),
+            a.rays,
+            a.rejected.len(),
+            secs * 1e3
+        ),
+        None => println!(
+            "no reachable cover within {radius} m ({} cells searched, {} rays, {} rejected, {:.2} ms)",
+            a.explored.len(),
+            a.rays,
+            a.rejected.len(),
+            secs * 1e3
+        ),
+    }
+}
+
 /// `sightline cover --method dense` (the default).
 #[allow(clippy::too_many_arguments)]
 pub fn dense(
@@ -67,35 +215,15 @@ pub fn dense(
     let a = dense_cover(engine, scene, std::slice::from_ref(&query), &params)?.remove(0);
     let secs = t.elapsed().as_secs_f64();
     if as_json {
-        let choice = a.choice.as_ref().map(|c| json!({"position": v(c.position), "posture": c.posture.name(), "path": c.path.iter().map(|&q| v(q)).collect::<Vec<_>>(), "path_length": c.path_length, "exposure": c.exposure, "intervis_exposed": c.intervis_exposed, "decided_by": c.decided_by.name()}));
+        let mut j = answer_json(agent, &a);
+        j["method"] = json!("dense");
+        j["seconds"] = json!(secs);
         println!(
             "{}",
-            serde_json::to_string_pretty(&crate::stats::with_counters(
-                json!({"agent": v(agent), "method": "dense", "choice": choice, "rejected": rejected_json(&a.rejected), "explored_cells": a.explored.len(), "rays": a.rays, "seconds": secs})
-            ))?
+            serde_json::to_string_pretty(&crate::stats::with_counters(j))?
         );
     } else {
-        match &a.choice {
-            Some(c) => println!(
-                "cover at {} ({:.2} m walk, arrive {}, decided by {}), path {:?}; {} cells searched, {} rays, {} rejected, {:.2} ms",
-                c.position,
-                c.path_length,
-                c.posture.name(),
-                c.decided_by.name(),
-                c.path,
-                a.explored.len(),
-                a.rays,
-                a.rejected.len(),
-                secs * 1e3
-            ),
-            None => println!(
-                "no reachable cover within {radius} m ({} cells searched, {} rays, {} rejected, {:.2} ms)",
-                a.explored.len(),
-                a.rays,
-                a.rejected.len(),
-                secs * 1e3
-            ),
-        }
+        print_dense(&a, radius, secs);
     }
     if let Some(path) = png {
         let size = (2.0 * radius).min(60.0);

@@ -214,8 +214,14 @@ enum Command {
         #[command(flatten)]
         scene: SceneArgs,
         /// The agent's feet X,Y,Z in metres.
-        #[arg(long, value_parser = parse_vec3, allow_hyphen_values = true)]
-        agent: Vec3,
+        #[arg(long, value_parser = parse_vec3, allow_hyphen_values = true, required_unless_present = "agents")]
+        agent: Option<Vec3>,
+        /// Many agents: a file of their feet (CSV `x,y,z` a line, or a JSON array), all
+        /// answered against the same observers in one batch (the dense method). `--json`
+        /// gives `answers` (one per agent, in file order), `seconds` (the queries) and
+        /// `setup_seconds` (building the walk surface).
+        #[arg(long, conflicts_with = "agent")]
+        agents: Option<PathBuf>,
         /// An observer's eye X,Y,Z (repeat for several).
         #[arg(long = "observer", value_parser = parse_vec3, allow_hyphen_values = true, required = true)]
         observers: Vec<Vec3>,
@@ -602,6 +608,7 @@ fn run(cli: Cli) -> AnyResult<()> {
         Command::Cover {
             scene,
             agent,
+            agents,
             observers,
             mask,
             waypoints,
@@ -612,6 +619,22 @@ fn run(cli: Cli) -> AnyResult<()> {
         } => {
             let s = load_scene(&scene)?;
             let e = engine(scene.backend)?;
+            if let Some(file) = agents {
+                if method != MethodArg::Dense || waypoints {
+                    return Err("--agents answers a batch with the dense method: drop --method sensor-grid and --waypoints".into());
+                }
+                return cover_cmd::dense_batch(
+                    &e,
+                    &s,
+                    &file,
+                    observers,
+                    mask.mask(),
+                    radius,
+                    png.as_deref(),
+                    json,
+                );
+            }
+            let agent = agent.ok_or("give --agent X,Y,Z or --agents FILE")?;
             if method == MethodArg::Dense {
                 if waypoints {
                     return Err("--waypoints belongs to --method sensor-grid (the dense search walks the grid itself)".into());

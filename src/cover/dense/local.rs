@@ -540,7 +540,7 @@ impl Local {
         self.answer.choice = Some(DenseChoice {
             position: self.point(node),
             posture,
-            path_length: path.windows(2).map(|w| w[0].distance(w[1])).sum(),
+            path_length: path.windows(2).fold(0.0, |s, w| s + w[0].distance(w[1])),
             path,
             exposure: vec![0.0; self.observers.len()],
             decided_by: if pixels.is_some() {
