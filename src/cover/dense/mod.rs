@@ -43,6 +43,7 @@ use crate::scene::{Mask, Scene};
 use crate::{Engine, Error, Result};
 use glam::Vec3;
 use local::{Local, Phase};
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use shared::{Shared, Wave};
 
@@ -252,6 +253,13 @@ pub fn find_cover_on(
         .collect())
 }
 
+/// Where one search stands after a pass.
+enum Outcome {
+    Waiting(usize),
+    Done(usize, DenseAnswer),
+    Asks(Vec<(usize, Vec3, Posture)>),
+}
+
 /// What one call of [`find_cover_on`] works with.
 struct Driver<'a> {
     engine: &'a Engine,
@@ -295,33 +303,55 @@ impl Driver<'_> {
                 })
                 .collect();
             if self.gpu {
-                for s in &mut states {
-                    run(
-                        s,
-                        self.params,
-                        &self.shared,
-                        self.surface,
-                        &self.verdicts,
-                        &mut gathered,
-                    );
-                }
+                self.run_all(&mut states, &mut gathered);
             } else {
                 self.search(&mut states)?;
             }
-            for s in states {
-                if s.waiting() {
-                    waiting.push(s.qi);
-                } else if s.phase == Phase::Done {
-                    let mut a = s.answer;
-                    a.rays = self.rays[s.qi];
-                    answers[s.qi] = Some(a);
-                } else {
-                    let (p, sh, su, v) = (self.params, &self.shared, self.surface, &self.verdicts);
-                    asks.extend(candidates(s, p, sh, su, v, speculate));
+            let outcomes: Vec<Outcome> = states
+                .into_par_iter()
+                .map(|s| self.outcome(s, speculate))
+                .collect();
+            for o in outcomes {
+                match o {
+                    Outcome::Waiting(qi) => waiting.push(qi),
+                    Outcome::Done(qi, a) => answers[qi] = Some(a),
+                    Outcome::Asks(spots) => asks.extend(spots),
                 }
             }
         }
         Ok((gathered, waiting))
+    }
+
+    /// Runs every search as far as what is known allows, in parallel; what they ask for goes
+    /// into `wave` in query order.
+    fn run_all(&self, states: &mut [Local], wave: &mut Wave) {
+        let asked: Vec<Wave> = states
+            .par_iter_mut()
+            .map(|s| {
+                let mut w = Wave::default();
+                run(s, self.params, &self.shared, self.surface, &self.verdicts, &mut w);
+                w
+            })
+            .collect();
+        for w in asked {
+            wave.absorb(w);
+        }
+    }
+
+    /// Where a search stands after a run: waiting for a wave, answered, or awaiting verdicts
+    /// on its next spots.
+    fn outcome(&self, s: Local, speculate: usize) -> Outcome {
+        if s.waiting() {
+            return Outcome::Waiting(s.qi);
+        }
+        if s.phase == Phase::Done {
+            let qi = s.qi;
+            let mut a = s.answer;
+            a.rays = self.rays[qi];
+            return Outcome::Done(qi, a);
+        }
+        let (p, sh, su, v) = (self.params, &self.shared, self.surface, &self.verdicts);
+        Outcome::Asks(candidates(s, p, sh, su, v, speculate))
     }
 
     /// Runs the searches as far as the verdicts known allow, tracing what they ask for in
@@ -329,16 +359,7 @@ impl Driver<'_> {
     fn search(&mut self, states: &mut [Local]) -> Result<()> {
         loop {
             let mut wave = Wave::default();
-            for s in states.iter_mut() {
-                run(
-                    s,
-                    self.params,
-                    &self.shared,
-                    self.surface,
-                    &self.verdicts,
-                    &mut wave,
-                );
-            }
+            self.run_all(states, &mut wave);
             if wave.is_empty() {
                 return Ok(());
             }

@@ -116,6 +116,15 @@ impl Wave {
         self.vis.is_empty()
     }
 
+    /// Adds another wave's requests that this one does not hold yet.
+    pub fn absorb(&mut self, other: Wave) {
+        for a in other.vis {
+            if self.vis_seen.insert(a.key) {
+                self.vis.push(a);
+            }
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.vis.len()
     }
