@@ -3,6 +3,8 @@
 
 #[path = "common/mod.rs"]
 mod common;
+#[path = "common/contract.rs"]
+mod contract;
 #[path = "common/gpu.rs"]
 mod gpu;
 #[path = "common/oracle.rs"]
@@ -13,7 +15,7 @@ mod scenes;
 use glam::{Affine3A, Vec3};
 use scenes::{cuboid, ground, materials, SOLID};
 use sightline::cover::body::{body_points, BodyParams};
-use sightline::cover::dense::{find_cover, DenseAnswer, DenseParams, DenseQuery};
+use sightline::cover::dense::{find_cover, DenseParams, DenseQuery};
 use sightline::cover::sensor_grid::{self, CoverQuery, SensorGridParams};
 use sightline::cover::verify::{body_exposure, Candidate, Check};
 use sightline::cover::{nearest_cover, template_points, Agent, Posture};
@@ -438,7 +440,7 @@ fn seen_agents(engine: &Engine, scene: &Scene, n: usize, seed: u64, span: f32) -
 }
 
 #[test]
-fn gpu_and_cpu_answers_are_identical_on_real_levels() {
+fn gpu_and_cpu_choices_agree_on_real_levels() {
     let Some(gpu) = gpu::gpu_engine() else { return };
     let cpu = Engine::cpu();
     let params = DenseParams {
@@ -467,16 +469,12 @@ fn gpu_and_cpu_answers_are_identical_on_real_levels() {
         let b = find_cover(&gpu, &scene, &queries, &params).unwrap();
         let with_cover = a.iter().filter(|x| x.choice.is_some()).count();
         assert!(with_cover >= least, "{name}: only {with_cover} with cover");
-        // The GPU traces more up front (the eager strategy): only the ray counts differ.
-        let without_rays = |v: Vec<DenseAnswer>| -> Vec<DenseAnswer> {
-            v.into_iter()
-                .map(|x| DenseAnswer { rays: 0, ..x })
-                .collect()
-        };
-        let (a, b) = (without_rays(a), without_rays(b));
-        if let Some(k) = (0..a.len()).find(|&k| a[k] != b[k]) {
+        // The GPU traces more up front (the eager strategy), and a GPU may fuse arithmetic:
+        // the choices agree by contract (same spot, posture and path length within 1 mm).
+        if let Some(k) = (0..a.len()).find(|&k| !contract::same_choice(&a[k].choice, &b[k].choice))
+        {
             panic!(
-                "{name}: GPU and CPU answers differ at query {k} (agent {}): cpu {:?}, gpu {:?}",
+                "{name}: GPU and CPU choices differ at query {k} (agent {}): cpu {:?}, gpu {:?}",
                 queries[k].agent.position, a[k].choice, b[k].choice
             );
         }

@@ -329,7 +329,14 @@ impl Driver<'_> {
             .par_iter_mut()
             .map(|s| {
                 let mut w = Wave::default();
-                run(s, self.params, &self.shared, self.surface, &self.verdicts, &mut w);
+                run(
+                    s,
+                    self.params,
+                    &self.shared,
+                    self.surface,
+                    &self.verdicts,
+                    &mut w,
+                );
                 w
             })
             .collect();

@@ -31,8 +31,8 @@ pub enum Outcome {
     Blocked(bool),
 }
 
-/// Traces jobs with as few engine calls as there are kinds (closest hits, then one occlusion
-/// batch per mask).
+/// Traces jobs in two engine calls: the closest hits, then every mask's occlusion batch in
+/// one submission ([`Engine::occluded_many`]).
 pub fn run(engine: &Engine, scene: &Scene, jobs: &[Job]) -> Result<Vec<Outcome>> {
     let mut out = vec![Outcome::Blocked(false); jobs.len()];
     let (mut rays, mut ray_at) = (Vec::new(), Vec::new());
@@ -60,9 +60,9 @@ pub fn run(engine: &Engine, scene: &Scene, jobs: &[Job]) -> Result<Vec<Outcome>>
     {
         out[i] = Outcome::Hit(h);
     }
-    for (m, v, at) in segs {
-        let bits = engine.occluded(scene, &v, m)?;
-        for (k, i) in at.into_iter().enumerate() {
+    let batches: Vec<(&[Segment], Mask)> = segs.iter().map(|(m, v, _)| (&v[..], *m)).collect();
+    for ((_, _, at), bits) in segs.iter().zip(engine.occluded_many(scene, &batches)?) {
+        for (k, &i) in at.iter().enumerate() {
             out[i] = Outcome::Blocked(bits.get(k));
         }
     }
