@@ -58,6 +58,18 @@ fn params() -> DenseParams {
     }
 }
 
+/// The search's movement rules, for the oracle.
+fn moves() -> Moves {
+    let p = params();
+    Moves {
+        radius: p.radius,
+        cell: p.cell,
+        step_height: p.step_height,
+        max_slope: p.max_slope,
+        foot: p.body.foot,
+    }
+}
+
 /// Eye heights of observers: standing and crouching.
 const EYES: [f32; 2] = [1.7, 1.0];
 
@@ -216,14 +228,7 @@ fn true_cover(
         &cylinder_points,
         &input,
     );
-    let p = params();
-    let moves = Moves {
-        radius: p.radius,
-        cell: p.cell,
-        step_height: p.step_height,
-        max_slope: p.max_slope,
-        foot: p.body.foot,
-    };
+    let moves = moves();
     // Hidden only lying down is no cover where the body cannot lie (the search's contract).
     let lies = |k: usize| {
         oracle::prone_lies(
@@ -292,14 +297,7 @@ fn explain_miss(
 }
 
 fn judge(engine: &Engine, scene: &Scene, q: &DenseQuery, a: &DenseAnswer) -> Judged {
-    let p = params();
-    let moves = Moves {
-        radius: p.radius,
-        cell: p.cell,
-        step_height: p.step_height,
-        max_slope: p.max_slope,
-        foot: p.body.foot,
-    };
+    let moves = moves();
     let spots: Vec<Spot> = oracle::flood(engine, scene, &q.agent, &moves);
     let mut order: Vec<usize> = (0..spots.len())
         .filter(|&k| spots[k].g.is_finite() && spots[k].fit.is_some())

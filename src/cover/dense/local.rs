@@ -288,10 +288,11 @@ impl Local {
         })
     }
 
+    /// Whether the agent walks on from `idx`: crouching or standing fits there (`fit` is
+    /// `1 + posture`).
     fn walks_on(&self, idx: u32) -> bool {
-        idx == self.start
-            || self.fit[idx as usize] >= 1 + Posture::Crouching as u8
-                && self.fit[idx as usize] != FIT_UNKNOWN
+        let fit = self.fit[idx as usize];
+        idx == self.start || fit != FIT_UNKNOWN && fit > Posture::Crouching as u8
     }
 
     /// Asks for the visibility the cells within one band of path length beyond `g` will need,
