@@ -60,7 +60,7 @@ pub(super) fn prefill(
                 if id == next {
                     keys.push((key, at, fit));
                     if !shared.vis.contains_key(&key) {
-                        wave.vis(key, at, VIS_UNKNOWN, fit, false, qi);
+                        wave.vis(key, at, VIS_UNKNOWN, fit, true, qi);
                     }
                 }
                 list.push(id);

@@ -23,6 +23,14 @@ pub(super) const VIS_HEAD: u8 = 2;
 pub(super) const VIS_PRONE: u8 = 3;
 /// `VIS_HIDDEN + p`: the highest hidden posture `p` among those that fit.
 pub(super) const VIS_HIDDEN: u8 = 4;
+/// The prone head centre hides from the first observer; the others are not traced yet (the
+/// CPU's lazy search asks one observer first: most cells are seen by it).
+pub(super) const VIS_HEAD_FIRST: u8 = 16;
+
+/// Whether a `vis` code is final: exposed, or hidden in some posture.
+pub(super) fn resolved(code: u8) -> bool {
+    code == VIS_EXPOSED || (VIS_HIDDEN..VIS_HIDDEN + 3).contains(&code)
+}
 /// Set on the group of the agent's own cell's visibility key.
 const START_KEY: u32 = 1 << 31;
 /// Set on a `vis` code while its next stage is in flight.
@@ -236,7 +244,7 @@ impl Local {
     fn vis_of(&mut self, idx: u32, shared: &Shared, wave: &mut Wave) -> Option<u8> {
         let k = idx as usize;
         let code = self.vis[k] & !VIS_PENDING;
-        if code == VIS_EXPOSED || code >= VIS_HIDDEN {
+        if resolved(code) {
             return Some(code);
         }
         if self.vis[k] & VIS_PENDING != 0 {
@@ -426,7 +434,7 @@ impl Local {
             self.heap.pop();
             self.closed[uk] = true;
             let vis = self.vis[uk] & !VIS_PENDING;
-            let hidden = (vis >= VIS_HIDDEN)
+            let hidden = (vis != VIS_EXPOSED)
                 .then(|| Posture::ALL[(vis - VIS_HIDDEN) as usize])
                 .filter(|&h| h > Posture::Prone || self.prone_lies(u, p, surface));
             self.answer.explored.push(Explored {

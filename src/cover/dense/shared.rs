@@ -1,7 +1,7 @@
 //! What the queries of one batch share: the visibility cache (per cell, floor and observer
 //! group) and the wave that traces every query's visibility requests together.
 
-use super::local::{VIS_EXPOSED, VIS_HEAD, VIS_HIDDEN, VIS_PRONE, VIS_UNKNOWN};
+use super::local::{VIS_EXPOSED, VIS_HEAD, VIS_HEAD_FIRST, VIS_HIDDEN, VIS_PRONE, VIS_UNKNOWN};
 use super::{DenseParams, DenseQuery};
 use crate::cover::body::body_points;
 use crate::cover::verify::occluded_masked;
@@ -63,17 +63,27 @@ impl Shared {
     /// Files a traced visibility code, never stepping back (another query may have filed a
     /// later stage already).
     pub fn file(&mut self, key: VisKey, next: u8) {
-        let rank = |v: u8| {
-            if v == VIS_EXPOSED || v >= VIS_HIDDEN {
-                9
-            } else {
-                v
-            }
+        let rank = |v: u8| match v {
+            VIS_UNKNOWN => 0,
+            VIS_HEAD_FIRST => 1,
+            VIS_HEAD => 2,
+            VIS_PRONE => 3,
+            _ => 9,
         };
         let e = self.vis.entry(key).or_insert(next);
         if rank(next) > rank(*e) {
             *e = next;
         }
+    }
+}
+
+/// The observers a head request traces, of `n`: all at once where `full`, else the first
+/// alone, then the rest.
+fn head_observers(a: &Ask, n: usize) -> std::ops::Range<usize> {
+    match (a.code, a.full) {
+        (VIS_HEAD_FIRST, _) => 1.min(n)..n,
+        (_, false) => 0..1.min(n),
+        _ => 0..n,
     }
 }
 
@@ -134,7 +144,7 @@ impl Wave {
         let mut n = [0; 3];
         for a in &self.vis {
             n[match a.code {
-                VIS_UNKNOWN => 0,
+                VIS_UNKNOWN | VIS_HEAD_FIRST => 0,
                 VIS_HEAD => 1,
                 _ => 2,
             }] += 1;
@@ -162,14 +172,16 @@ impl Wave {
             let mut postures = Vec::new();
             let top = Posture::ALL[(a.fit.clamp(1, 3) - 1) as usize];
             let wanted: &[Posture] = match (a.code, a.full) {
-                (VIS_UNKNOWN, _) => &[],
+                (VIS_UNKNOWN | VIS_HEAD_FIRST, _) => &[],
                 (VIS_HEAD, false) => &[Posture::Prone],
                 (VIS_HEAD, true) => &Posture::ALL,
                 _ => &[Posture::Crouching, Posture::Standing],
             };
-            if a.code == VIS_UNKNOWN {
+            if matches!(a.code, VIS_UNKNOWN | VIS_HEAD_FIRST) {
                 let head = a.at + Vec3::Y * q.agent.head_height(Posture::Prone);
-                segs.extend(q.observers.iter().map(|&o| (Segment::new(o, head), q.mask)));
+                let from = head_observers(a, q.observers.len());
+                let eyes = &q.observers[from];
+                segs.extend(eyes.iter().map(|&o| (Segment::new(o, head), q.mask)));
                 postures.push((Posture::Prone, start, segs.len()));
             }
             for &posture in wanted.iter().filter(|&&x| x <= top) {
@@ -182,15 +194,17 @@ impl Wave {
                 postures.push((posture, s0, segs.len()));
             }
             rays[a.qi] += segs.len() - start;
-            spans.push(postures);
+            let n = q.observers.len();
+            spans.push((postures, head_observers(a, n).end == n));
         }
         let blocked = occluded_masked(engine, scene, &segs)?;
-        for (a, postures) in self.vis.iter().zip(spans) {
+        for (a, (postures, all_eyes)) in self.vis.iter().zip(spans) {
             let hidden = |&(_, s, e): &(Posture, usize, usize)| blocked[s..e].iter().all(|&x| x);
             let next = match a.code {
-                VIS_UNKNOWN if hidden(&postures[0]) => VIS_HEAD,
+                VIS_UNKNOWN if hidden(&postures[0]) && !all_eyes => VIS_HEAD_FIRST,
+                VIS_UNKNOWN | VIS_HEAD_FIRST if hidden(&postures[0]) => VIS_HEAD,
                 VIS_HEAD if !a.full && hidden(&postures[0]) => VIS_PRONE,
-                VIS_UNKNOWN | VIS_HEAD if !hidden(&postures[0]) => VIS_EXPOSED,
+                VIS_UNKNOWN | VIS_HEAD_FIRST | VIS_HEAD if !hidden(&postures[0]) => VIS_EXPOSED,
                 _ => {
                     let best = postures
                         .iter()
