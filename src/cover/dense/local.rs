@@ -83,6 +83,9 @@ pub(super) struct Local {
     /// Ask for everything ahead at once (a GPU, where each wave is a wait): a band of the
     /// whole radius, every posture of a hidden head in one stage.
     pub eager: bool,
+    /// Trace a cell's prone head from every observer at once rather than the first one
+    /// first (a batch: fewer, larger waves).
+    pub all_eyes: bool,
 }
 
 /// Path lengths in the heap as 1e-4 m integers (exact ordering, no NaN).
@@ -147,6 +150,7 @@ impl Local {
                 rays: 0,
             },
             eager: false,
+            all_eyes: false,
         };
         // The agent stands where it is, standing.
         let st = start as usize;
@@ -259,7 +263,9 @@ impl Local {
         }
         self.vis[k] |= VIS_PENDING;
         self.pending.push(idx);
-        wave.vis(key, self.point(idx), code, self.fit[k], self.eager, self.qi);
+        let all_eyes = self.all_eyes && matches!(code, VIS_UNKNOWN | VIS_HEAD_FIRST);
+        let full = self.eager || all_eyes;
+        wave.vis(key, self.point(idx), code, self.fit[k], full, self.qi);
         None
     }
 

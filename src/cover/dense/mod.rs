@@ -299,6 +299,7 @@ impl Driver<'_> {
                         self.surface,
                     );
                     s.eager = self.gpu;
+                    s.all_eyes = self.queries.len() > CHUNK;
                     s
                 })
                 .collect();
