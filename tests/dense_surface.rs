@@ -211,3 +211,28 @@ fn dense_cover_waits_at_most_four_times_per_batch_on_cached_tiles() {
         }
     }
 }
+
+/// The surface refuses bad settings and bodies, and a batch spread too wide, with errors.
+#[test]
+fn a_surface_refuses_bad_input_with_errors() {
+    let engine = Engine::cpu();
+    let scene = procedural::rock(1, 1);
+    let fine = DenseParams::standard();
+    let here = Agent::soldier(Vec3::ZERO);
+    let mut s = Surface::new();
+    let zero_cell = DenseParams { cell: 0.0, ..fine };
+    assert!(s.prepare(&engine, &scene, &[here], &zero_cell).is_err());
+    let nan = Agent::soldier(Vec3::new(f32::NAN, 0.0, 0.0));
+    assert!(s.prepare(&engine, &scene, &[nan], &fine).is_err());
+    let spread: Vec<Agent> = (0..5000)
+        .map(|k| Agent::soldier(Vec3::new(k as f32 * 100.0, 0.0, 0.0)))
+        .collect();
+    let err = s
+        .prepare(&engine, &scene, &spread, &fine)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("split the batch"), "{err}");
+    assert_eq!(s.tiles(), 0, "nothing built before the errors");
+    s.prepare(&engine, &scene, &[here], &fine).unwrap();
+    assert!(s.tiles() >= 9);
+}

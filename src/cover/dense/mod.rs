@@ -466,13 +466,28 @@ fn measure(
 }
 
 fn validate(queries: &[DenseQuery], p: &DenseParams) -> Result<()> {
-    let bad = |m: String| Err(Error::InvalidInput(m));
     if queries.len() > MAX_QUERIES {
-        return bad(format!(
+        return Err(Error::InvalidInput(format!(
             "{} cover queries in one call, over the limit of {MAX_QUERIES}; split the batch",
             queries.len()
-        ));
+        )));
     }
+    validate_params(p)?;
+    for (i, q) in queries.iter().enumerate() {
+        q.agent.validate(i)?;
+        if let Some(o) = q.observers.iter().find(|o| !o.is_finite()) {
+            return Err(Error::InvalidInput(format!(
+                "cover query {i}: observer {o} is not finite"
+            )));
+        }
+        p.body.validate(&q.agent)?;
+    }
+    Ok(())
+}
+
+/// Checks the settings before anything is sized from them.
+fn validate_params(p: &DenseParams) -> Result<()> {
+    let bad = |m: String| Err(Error::InvalidInput(m));
     let positive = |x: f32| x.is_finite() && x > 0.0;
     if !(positive(p.cell) && positive(p.radius) && positive(p.band)) {
         return bad(format!(
@@ -495,13 +510,6 @@ fn validate(queries: &[DenseQuery], p: &DenseParams) -> Result<()> {
         return bad(
             "step_height and posture_tie must be finite metres >= 0, max_slope radians".into(),
         );
-    }
-    for (i, q) in queries.iter().enumerate() {
-        q.agent.validate(i)?;
-        if let Some(o) = q.observers.iter().find(|o| !o.is_finite()) {
-            return bad(format!("cover query {i}: observer {o} is not finite"));
-        }
-        p.body.validate(&q.agent)?;
     }
     Ok(())
 }

@@ -2,10 +2,11 @@
 //! group) and the wave that traces every query's visibility requests together.
 
 use super::local::{VIS_EXPOSED, VIS_HEAD, VIS_HEAD_FIRST, VIS_HIDDEN, VIS_PRONE, VIS_UNKNOWN};
+use super::surface::{shape_key, ShapeKey};
 use super::{DenseParams, DenseQuery};
 use crate::cover::body::body_points;
 use crate::cover::verify::occluded_masked;
-use crate::cover::{Agent, Posture};
+use crate::cover::Posture;
 use crate::scene::{Mask, Scene};
 use crate::trace::Segment;
 use crate::{Engine, Result};
@@ -26,12 +27,6 @@ pub(super) struct Shared {
     groups: Vec<usize>,
     /// (cell, ground cm, group) -> visibility code.
     pub vis: FxHashMap<VisKey, u8>,
-}
-
-type ShapeKey = (u32, [u32; 3]);
-
-fn shape_key(a: &Agent) -> ShapeKey {
-    (a.radius.to_bits(), a.head_heights.map(f32::to_bits))
 }
 
 impl Shared {

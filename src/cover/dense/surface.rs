@@ -46,10 +46,20 @@ struct Tile {
     floors: Vec<Floor>,
 }
 
-type ShapeKey = (u32, [u32; 3]);
+/// A body's shape, exactly: its radius and head heights as bits.
+pub(super) type ShapeKey = (u32, [u32; 3]);
 
-fn shape_key(a: &Agent) -> ShapeKey {
+pub(super) fn shape_key(a: &Agent) -> ShapeKey {
     (a.radius.to_bits(), a.head_heights.map(f32::to_bits))
+}
+
+/// The body of a shape (standing at the origin).
+fn body(s: ShapeKey) -> Agent {
+    Agent {
+        position: Vec3::ZERO,
+        radius: f32::from_bits(s.0),
+        head_heights: s.1.map(f32::from_bits),
+    }
 }
 
 /// What the tiles were built with, beyond the body shape.
@@ -145,7 +155,8 @@ impl Surface {
     }
 
     /// Builds the tiles the queries' squares (their radius, and a body length beyond) need and
-    /// drops those the scene's changes since the last call touched.
+    /// drops those the scene's changes since the last call touched. Bad settings or bodies are
+    /// errors, before anything is built.
     pub fn prepare(
         &mut self,
         engine: &Engine,
@@ -153,6 +164,11 @@ impl Surface {
         agents: &[Agent],
         params: &DenseParams,
     ) -> Result<()> {
+        super::validate_params(params)?;
+        for (i, a) in agents.iter().enumerate() {
+            a.validate(i)?;
+            params.body.validate(a)?;
+        }
         let t = std::time::Instant::now();
         self.follow(scene, params);
         let mut missing: Vec<(u32, i32, i32)> = Vec::new();
@@ -220,14 +236,7 @@ impl Surface {
         let widen = self
             .shapes
             .iter()
-            .map(|s| {
-                let a = Agent {
-                    position: Vec3::ZERO,
-                    radius: f32::from_bits(s.0),
-                    head_heights: s.1.map(f32::from_bits),
-                };
-                margin(&a)
-            })
+            .map(|&s| margin(&body(s)))
             .fold(0.0f32, f32::max)
             + params.cell;
         let side = TILE as f32 * params.cell;
@@ -332,12 +341,7 @@ impl Surface {
             let mut last = first;
             while last < todo.len() && segs.len() < FIT_BATCH {
                 let (n, ..) = todo[last];
-                let s = self.shapes[missing[n].0 as usize];
-                let agent = Agent {
-                    position: Vec3::ZERO,
-                    radius: f32::from_bits(s.0),
-                    head_heights: s.1.map(f32::from_bits),
-                };
+                let agent = body(self.shapes[missing[n].0 as usize]);
                 ends.push(disc_clearance(
                     &agent,
                     todo[last].2,
