@@ -908,23 +908,36 @@ impl GpuTracer {
     /// Encodes every pass into one encoder and submits it once (nothing when no pass has GPU
     /// work).
     pub(crate) fn run_all(&self, passes: &[TracePass]) -> Result<()> {
-        if passes.iter().all(|p| p.slices.is_empty()) {
-            for pass in passes {
-                pass.encoded.store(true, Ordering::Relaxed);
+        self.run_all_with(passes, None)
+    }
+
+    /// [`GpuTracer::run_all`] with more work in the same submission: `more` (its counter op
+    /// and what it encodes) is recorded after the passes, so one wait covers both.
+    pub(crate) fn run_all_with(
+        &self,
+        passes: &[TracePass],
+        more: Option<(&'static str, &dyn Fn(&mut wgpu::CommandEncoder))>,
+    ) -> Result<()> {
+        let traced = passes.iter().find(|p| !p.slices.is_empty());
+        let op = match (traced, &more) {
+            (Some(p), _) => p.kind.op(),
+            (None, Some((op, _))) => op,
+            (None, None) => {
+                for pass in passes {
+                    pass.encoded.store(true, Ordering::Relaxed);
+                }
+                return Ok(());
             }
-            return Ok(());
-        }
+        };
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut encoder = self.device.create_command_encoder(&Default::default());
         for pass in passes {
             pass.encode(self, &mut encoder);
         }
-        let op = passes
-            .iter()
-            .find(|p| !p.slices.is_empty())
-            .unwrap()
-            .kind
-            .op();
+        if let Some((_, encode)) = more {
+            encode(&mut encoder);
+        }
         let index = self.submit(op, encoder.finish());
         for pass in passes {
             *pass.submission.lock().unwrap() = Some(index.clone());
@@ -932,6 +945,11 @@ impl GpuTracer {
         if let Some(e) = pollster::block_on(scope.pop()) {
             self.check_lost()?;
             return Err(Error::Gpu(e.to_string()));
+        }
+        if let Some(e) = pollster::block_on(oom.pop()) {
+            return Err(Error::Gpu(format!(
+                "out of GPU memory for a submission: {e}; send smaller batches"
+            )));
         }
         Ok(())
     }
@@ -1238,6 +1256,11 @@ impl TracePass {
     /// Number of queries in the batch.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Whether the pass records GPU work (reading it then waits for its submission).
+    pub(crate) fn has_work(&self) -> bool {
+        !self.slices.is_empty()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -12,8 +12,8 @@ use sightline::cover::sensor_grid::{
 };
 use sightline::cover::{Agent, Posture};
 use sightline::scene::procedural;
-use sightline::trace::SplitMix64;
-use sightline::{Engine, Mask, Mesh, Mobility, Scene};
+use sightline::trace::{Hit, Ray, SplitMix64};
+use sightline::{Engine, Mask, MaterialFlags, Mesh, Mobility, Scene};
 
 fn engines() -> Vec<Engine> {
     std::iter::once(Engine::cpu())
@@ -759,5 +759,90 @@ fn a_posture_change_names_the_observer_that_sees() {
             .clone()
             .expect("a firing position");
         assert_eq!((f.posture, f.observer), (Posture::Crouching, 1), "{f:?}");
+    }
+}
+
+/// `n` agents on walkable ground of `scene` within `span` of the origin, sharing four
+/// observers 12-25 m out, half of them asking for concealment and half for cover.
+fn village_batch(engine: &Engine, scene: &Scene, n: usize, span: f32) -> Vec<CoverQuery> {
+    let mut rng = SplitMix64(17);
+    let down = |p: Vec3| {
+        engine
+            .closest_hit(scene, &[Ray::new(p, Vec3::NEG_Y, 60.0)], Mask::ANY_SOLID)
+            .unwrap()[0]
+    };
+    let ground_at = |rng: &mut SplitMix64| loop {
+        let p = Vec3::new(rng.range(-span, span), 30.0, rng.range(-span, span));
+        let walkable = |h: &Hit| {
+            !h.back
+                && h.normal.y > 0.8
+                && scene.materials()[h.material as usize]
+                    .flags
+                    .contains(MaterialFlags::WALKABLE)
+        };
+        if let Some(h) = down(p).filter(walkable) {
+            return p - Vec3::Y * h.t;
+        }
+    };
+    let observers: Vec<Vec3> = (0..4)
+        .map(|k| {
+            let a = k as f32 * std::f32::consts::FRAC_PI_2 + 0.4;
+            let far = Vec3::new(a.cos(), 0.0, a.sin()) * rng.range(12.0, 25.0) + Vec3::Y * 30.0;
+            far.with_y(down(far).map_or(0.0, |h| far.y - h.t) + 1.7)
+        })
+        .collect();
+    (0..n)
+        .map(|k| {
+            let mask = if k % 2 == 0 { Mask::SIGHT } else { Mask::FIRE };
+            query(ground_at(&mut rng), &observers, mask)
+        })
+        .collect()
+}
+
+/// On the GPU a batch of any size costs three waits, verification included: ground and
+/// waypoint hops; template points, clearance and straight access; two-segment access with
+/// every candidate's body sample and intervis humanoid riding along. The CPU, checking its
+/// candidates lazily, chooses alike (by contract: the two intervis backends agree on the
+/// verdict, not pixel for pixel, and a GPU may round the last bits of a ground height).
+#[test]
+fn the_sensor_grid_waits_three_times_per_batch_verification_included() {
+    let Some(gpu) = gpu::gpu_engine() else { return };
+    let scene = procedural::village(1, 1);
+    let all = village_batch(&gpu, &scene, 200, 25.0);
+    for params in [SensorGridParams::standard(), SensorGridParams::verified()] {
+        for n in [1, 40, 200] {
+            let queries = &all[..n];
+            let before = gpu.counters().total;
+            let answers = find_cover(&gpu, &scene, queries, &params).unwrap();
+            let d = gpu.counters().total.since(&before);
+            assert!(
+                d.waits <= 3 && d.submissions <= 3,
+                "{n} queries, verify {}: {d:?}",
+                params.verify
+            );
+            let found = answers.iter().filter(|a| a.choice.is_some()).count();
+            eprintln!(
+                "verify {}: {n} queries, {} waits, {found} found cover",
+                params.verify, d.waits
+            );
+            if !params.verify || n == 1 {
+                continue;
+            }
+            let cpu = find_cover(&Engine::cpu(), &scene, queries, &params).unwrap();
+            let mut rejected = 0;
+            for (g, c) in answers.iter().zip(&cpu) {
+                rejected += g.rejected.len();
+                let (a, b) = (&g.choice, &c.choice);
+                assert_eq!(a.is_some(), b.is_some(), "{a:?} / {b:?}");
+                let (Some(a), Some(b)) = (a, b) else { continue };
+                assert_eq!((a.sensor, a.posture), (b.sensor, b.posture));
+                assert!(a.position.distance(b.position) <= 1e-3, "{a:?} / {b:?}");
+                assert!((a.path_length - b.path_length).abs() <= 1e-3);
+                assert!(a.exposure.as_ref().unwrap().iter().all(|&x| x == 0.0));
+                assert!(a.intervis_exposed.as_ref().unwrap().iter().all(|&x| x == 0));
+            }
+            assert!(found * 10 >= n, "{n} queries, only {found} found cover");
+            eprintln!("  the CPU agrees; {rejected} candidates turned down");
+        }
     }
 }

@@ -5,8 +5,9 @@
 use super::body::{body_points, BodyParams};
 use super::{Agent, Posture};
 use crate::intervis::measure::{measure_many, IntervisPair, IntervisParams};
+use crate::intervis::IntervisRecord;
 use crate::scene::{Mask, Scene};
-use crate::trace::Segment;
+use crate::trace::{Occlusion, Segment};
 use crate::{Engine, Result};
 use glam::Vec3;
 
@@ -55,6 +56,53 @@ pub struct Candidate<'a> {
     pub mask: Mask,
 }
 
+/// Segments that carry their own masks, as one batch per mask (masks in ascending order of
+/// their bits): each batch's segments and their indices in `segs`.
+pub struct ByMask {
+    pub masks: Vec<Mask>,
+    pub batches: Vec<(Vec<usize>, Vec<Segment>)>,
+}
+
+impl ByMask {
+    pub fn new(segs: &[(Segment, Mask)]) -> ByMask {
+        let mut masks: Vec<Mask> = segs.iter().map(|s| s.1).collect();
+        masks.sort_by_key(|m| m.bits());
+        masks.dedup();
+        let batches = masks
+            .iter()
+            .map(|&m| {
+                segs.iter()
+                    .enumerate()
+                    .filter(|(_, s)| s.1 == m)
+                    .map(|(i, s)| (i, s.0))
+                    .unzip()
+            })
+            .collect();
+        ByMask { masks, batches }
+    }
+
+    /// The batches as [`Engine::occluded_many`] takes them.
+    pub fn views(&self) -> Vec<(&[Segment], Mask)> {
+        self.batches
+            .iter()
+            .zip(&self.masks)
+            .map(|((_, b), &m)| (&b[..], m))
+            .collect()
+    }
+
+    /// One bit per segment of the original order, from the batches' answers.
+    pub fn scatter(&self, bits: &[Occlusion]) -> Vec<bool> {
+        let n = self.batches.iter().map(|b| b.0.len()).sum();
+        let mut out = vec![false; n];
+        for ((at, _), bits) in self.batches.iter().zip(bits) {
+            for (k, &i) in at.iter().enumerate() {
+                out[i] = bits.get(k);
+            }
+        }
+        out
+    }
+}
+
 /// Occlusion bits of segments that carry their own masks: one batch per mask, all in one
 /// engine call ([`Engine::occluded_many`]: one submission and one wait on the GPU).
 pub fn occluded_masked(
@@ -62,40 +110,13 @@ pub fn occluded_masked(
     scene: &Scene,
     segs: &[(Segment, Mask)],
 ) -> Result<Vec<bool>> {
-    let mut masks: Vec<Mask> = segs.iter().map(|s| s.1).collect();
-    masks.sort_by_key(|m| m.bits());
-    masks.dedup();
-    let split: Vec<(Vec<usize>, Vec<Segment>)> = masks
-        .iter()
-        .map(|&m| {
-            segs.iter()
-                .enumerate()
-                .filter(|(_, s)| s.1 == m)
-                .map(|(i, s)| (i, s.0))
-                .unzip()
-        })
-        .collect();
-    let batches: Vec<(&[Segment], Mask)> = split
-        .iter()
-        .zip(&masks)
-        .map(|((_, b), &m)| (&b[..], m))
-        .collect();
-    let mut out = vec![false; segs.len()];
-    for ((at, _), bits) in split.iter().zip(engine.occluded_many(scene, &batches)?) {
-        for (k, &i) in at.iter().enumerate() {
-            out[i] = bits.get(k);
-        }
-    }
-    Ok(out)
+    let split = ByMask::new(segs);
+    Ok(split.scatter(&engine.occluded_many(scene, &split.views())?))
 }
 
-/// Per candidate, per observer: the share of the body sample the observer sees (0 = hidden).
-pub fn body_exposure(
-    engine: &Engine,
-    scene: &Scene,
-    candidates: &[Candidate],
-    body: &BodyParams,
-) -> Result<Vec<Vec<f32>>> {
+/// The whole-body sample of candidates as segments: every candidate's points for every
+/// observer, in order, and the number of points per (candidate, observer).
+pub fn body_segments(candidates: &[Candidate], body: &BodyParams) -> (Vec<(Segment, Mask)>, Vec<usize>) {
     let mut segs = Vec::new();
     let mut counts = Vec::new();
     let mut points = Vec::new();
@@ -107,10 +128,15 @@ pub fn body_exposure(
             counts.push(points.len());
         }
     }
-    let blocked = occluded_masked(engine, scene, &segs)?;
+    (segs, counts)
+}
+
+/// Per candidate, per observer: the share of the body sample seen, from the occlusion bits of
+/// [`body_segments`] (`blocked`) and its counts.
+pub fn body_shares(candidates: &[Candidate], counts: &[usize], blocked: &[bool]) -> Vec<Vec<f32>> {
     let mut at = 0;
     let mut k = 0;
-    Ok(candidates
+    candidates
         .iter()
         .map(|c| {
             c.observers
@@ -124,7 +150,86 @@ pub fn body_exposure(
                 })
                 .collect()
         })
-        .collect())
+        .collect()
+}
+
+/// Per candidate, per observer: the share of the body sample the observer sees (0 = hidden).
+pub fn body_exposure(
+    engine: &Engine,
+    scene: &Scene,
+    candidates: &[Candidate],
+    body: &BodyParams,
+) -> Result<Vec<Vec<f32>>> {
+    let (segs, counts) = body_segments(candidates, body);
+    let blocked = occluded_masked(engine, scene, &segs)?;
+    Ok(body_shares(candidates, &counts, &blocked))
+}
+
+/// The intervis measurements of candidates: one call per (mask, target height), the intervis
+/// parameters being per call, each with its pairs and their (candidate, observer) owners.
+pub struct IntervisCalls {
+    pub calls: Vec<(Vec<IntervisPair>, IntervisParams)>,
+    owners: Vec<Vec<(usize, usize)>>,
+    observers: Vec<usize>,
+}
+
+impl IntervisCalls {
+    pub fn new(candidates: &[Candidate]) -> IntervisCalls {
+        let mut groups: Vec<(Mask, u32)> = candidates
+            .iter()
+            .map(|c| (c.mask, c.agent.height().to_bits()))
+            .collect();
+        groups.sort_by_key(|g| (g.0.bits(), g.1));
+        groups.dedup();
+        let mut calls = Vec::with_capacity(groups.len());
+        let mut owners = Vec::with_capacity(groups.len());
+        for &(mask, height) in &groups {
+            let mut pairs = Vec::new();
+            let mut owner = Vec::new();
+            for (ci, c) in candidates.iter().enumerate() {
+                if c.mask != mask || c.agent.height().to_bits() != height {
+                    continue;
+                }
+                for (oi, &o) in c.observers.iter().enumerate() {
+                    pairs.push(IntervisPair {
+                        observer: o,
+                        target: c.ground,
+                        posture: c.posture,
+                    });
+                    owner.push((ci, oi));
+                }
+            }
+            let params = IntervisParams {
+                mask,
+                target_height: f32::from_bits(height),
+                ..IntervisParams::standard()
+            };
+            calls.push((pairs, params));
+            owners.push(owner);
+        }
+        let observers = candidates.iter().map(|c| c.observers.len()).collect();
+        IntervisCalls {
+            calls,
+            owners,
+            observers,
+        }
+    }
+
+    /// The calls as [`measure_many`] takes them.
+    pub fn views(&self) -> Vec<(&[IntervisPair], IntervisParams)> {
+        self.calls.iter().map(|(p, q)| (&p[..], *q)).collect()
+    }
+
+    /// Per candidate, per observer: exposed pixels, from the calls' records.
+    pub fn pixels(&self, records: Vec<Vec<IntervisRecord>>) -> Vec<Vec<u32>> {
+        let mut out: Vec<Vec<u32>> = self.observers.iter().map(|&n| vec![0; n]).collect();
+        for (records, owner) in records.into_iter().zip(&self.owners) {
+            for (r, &(ci, oi)) in records.into_iter().zip(owner) {
+                out[ci][oi] = r.exposed;
+            }
+        }
+        out
+    }
 }
 
 /// Per candidate, per observer: exposed pixels of the intervis humanoid (the agent's standing
@@ -134,50 +239,6 @@ pub fn intervis_exposure(
     scene: &Scene,
     candidates: &[Candidate],
 ) -> Result<Vec<Vec<u32>>> {
-    let mut out: Vec<Vec<u32>> = candidates
-        .iter()
-        .map(|c| vec![0; c.observers.len()])
-        .collect();
-    // One measurement per (mask, target height), the intervis parameters being per call; all
-    // of them in one engine call.
-    let mut groups: Vec<(Mask, u32)> = candidates
-        .iter()
-        .map(|c| (c.mask, c.agent.height().to_bits()))
-        .collect();
-    groups.sort_by_key(|g| (g.0.bits(), g.1));
-    groups.dedup();
-    let mut calls = Vec::with_capacity(groups.len());
-    let mut owners = Vec::with_capacity(groups.len());
-    for &(mask, height) in &groups {
-        let mut pairs = Vec::new();
-        let mut owner = Vec::new();
-        for (ci, c) in candidates.iter().enumerate() {
-            if c.mask != mask || c.agent.height().to_bits() != height {
-                continue;
-            }
-            for (oi, &o) in c.observers.iter().enumerate() {
-                pairs.push(IntervisPair {
-                    observer: o,
-                    target: c.ground,
-                    posture: c.posture,
-                });
-                owner.push((ci, oi));
-            }
-        }
-        let params = IntervisParams {
-            mask,
-            target_height: f32::from_bits(height),
-            ..IntervisParams::standard()
-        };
-        calls.push((pairs, params));
-        owners.push(owner);
-    }
-    let views: Vec<(&[IntervisPair], IntervisParams)> =
-        calls.iter().map(|(p, q)| (&p[..], *q)).collect();
-    for (records, owner) in measure_many(engine, scene, &views)?.into_iter().zip(owners) {
-        for (r, (ci, oi)) in records.into_iter().zip(owner) {
-            out[ci][oi] = r.exposed;
-        }
-    }
-    Ok(out)
+    let calls = IntervisCalls::new(candidates);
+    Ok(calls.pixels(measure_many(engine, scene, &calls.views())?))
 }

@@ -9,20 +9,21 @@
 //! - ground rays start a step height above the agent's feet so flat ground is found.
 
 mod amortized;
+mod checks;
 mod firing;
 mod search;
 
 pub use amortized::AmortizedCover;
 pub use firing::{firing_positions, FiringPosition};
 
-use super::body::BodyParams;
-use super::verify::{body_exposure, intervis_exposure, Candidate, Check, Rejection};
+use super::verify::{Check, Rejection};
 use super::{Agent, Posture};
 use crate::scene::{Mask, Scene};
 use crate::trace::Segment;
 use crate::{Engine, Error, Result};
 use glam::Vec3;
-use search::{run, Job, Outcome, Search};
+use checks::Checks;
+use search::{Job, Search};
 
 /// Sensor grid settings. [`SensorGridParams::standard`] reproduces the paper.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -193,8 +194,11 @@ pub struct CoverAnswer {
     pub rays: usize,
 }
 
-/// Answers many cover queries with a few batched engine calls (ground, then visibility and
-/// straight access, then two-segment access). Backends give identical answers.
+/// Answers many cover queries with three batched engine calls however many queries there
+/// are (ground and waypoint hops; visibility, clearance and straight access; two-segment
+/// access), each one submission and one wait on the GPU. With `verify` the GPU's candidates
+/// ride in the last call ([`checks`]); the CPU checks them lazily after it. Backends give
+/// identical answers.
 pub fn find_cover(
     engine: &Engine,
     scene: &Scene,
@@ -203,132 +207,22 @@ pub fn find_cover(
 ) -> Result<Vec<CoverAnswer>> {
     validate(queries, params)?;
     let mut search = Search::new(queries.to_vec(), *params);
+    let mut checks = Checks::default();
+    let speculate = params.verify && engine.gpu().is_some();
     while !search.done() {
         let jobs: Vec<Job> = search.plan().into_iter().map(|(j, _)| j).collect();
-        let out: Vec<Option<Outcome>> = run(engine, scene, &jobs)?.into_iter().map(Some).collect();
-        search.apply(&out, scene);
+        let asks = match speculate && search.at_last_step() {
+            true => checks::speculative(&search),
+            false => Vec::new(),
+        };
+        let out = checks.round(engine, scene, queries, &jobs, &asks, &asks)?;
+        search.apply(&out.into_iter().map(Some).collect::<Vec<_>>(), scene);
     }
     let mut answers = assemble(&search);
     if params.verify {
-        verify_choices(engine, scene, queries, &mut answers)?;
+        checks.verify(engine, scene, queries, &mut answers)?;
     }
     Ok(answers)
-}
-
-/// Replaces each choice by the nearest candidate whose whole body hides (at the highest such
-/// posture the template also hides) and whose intervis humanoid shows no pixel, trying up to
-/// `MAX_VERIFIED` candidates per query in order of path length.
-fn verify_choices(
-    engine: &Engine,
-    scene: &Scene,
-    queries: &[CoverQuery],
-    answers: &mut [CoverAnswer],
-) -> Result<()> {
-    const MAX_VERIFIED: usize = 8;
-    let body = BodyParams::standard();
-    // Candidates per query: hidden, reachable sensors by path length.
-    let mut queue: Vec<Vec<usize>> = answers
-        .iter()
-        .map(|a| {
-            let mut c: Vec<usize> = (0..a.sensors.len())
-                .filter(|&i| matches!(a.sensors[i].fate, SensorFate::Hidden(_)))
-                .collect();
-            c.sort_by(|&x, &y| {
-                let l = |i: usize| path_length(a.sensors[i].path.as_deref().unwrap_or(&[]));
-                l(x).total_cmp(&l(y)).then(x.cmp(&y))
-            });
-            c.truncate(MAX_VERIFIED);
-            c.reverse();
-            c
-        })
-        .collect();
-    for a in answers.iter_mut() {
-        a.choice = None;
-    }
-    loop {
-        // Next candidate of every unresolved query, each posture the template hides.
-        let mut tries = Vec::new();
-        for (qi, a) in answers.iter().enumerate() {
-            if a.choice.is_some() {
-                continue;
-            }
-            if let Some(&i) = queue[qi].last() {
-                let s = &a.sensors[i];
-                for p in Posture::ALL.into_iter().filter(|&p| s.hidden[p as usize]) {
-                    tries.push((qi, i, p));
-                }
-            }
-        }
-        if tries.is_empty() {
-            return Ok(());
-        }
-        let candidate = |&(qi, _, p): &(usize, usize, Posture), at: Vec3| Candidate {
-            agent: &queries[qi].agent,
-            ground: at,
-            posture: p,
-            observers: &queries[qi].observers,
-            mask: queries[qi].mask,
-        };
-        let cands: Vec<Candidate> = tries
-            .iter()
-            .map(|t| candidate(t, answers[t.0].sensors[t.1].position))
-            .collect();
-        let exposure = body_exposure(engine, scene, &cands, &body)?;
-        // Per query: the highest posture whose body hides.
-        let mut best: Vec<Option<(usize, Posture, Vec<f32>)>> = vec![None; answers.len()];
-        let mut tried: Vec<Option<(usize, Posture)>> = vec![None; answers.len()];
-        for (&(qi, i, p), e) in tries.iter().zip(exposure) {
-            tried[qi] = Some((i, p));
-            if e.iter().all(|&x| x == 0.0) {
-                best[qi] = Some((i, p, e));
-            }
-        }
-        let passed: Vec<(usize, usize, Posture, Vec<f32>)> = best
-            .into_iter()
-            .enumerate()
-            .filter_map(|(qi, b)| b.map(|(i, p, e)| (qi, i, p, e)))
-            .collect();
-        for (qi, t) in tried.iter().enumerate() {
-            if let (Some((i, p)), false) = (t, passed.iter().any(|x| x.0 == qi)) {
-                answers[qi].rejected.push(Rejection {
-                    position: answers[qi].sensors[*i].position,
-                    posture: *p,
-                    by: Check::Body,
-                    exposed: Vec::new(),
-                });
-                queue[qi].pop();
-            }
-        }
-        let cands: Vec<Candidate> = passed
-            .iter()
-            .map(|(qi, i, p, _)| candidate(&(*qi, *i, *p), answers[*qi].sensors[*i].position))
-            .collect();
-        let pixels = intervis_exposure(engine, scene, &cands)?;
-        for ((qi, i, p, e), px) in passed.into_iter().zip(pixels) {
-            queue[qi].pop();
-            let a = &mut answers[qi];
-            if px.iter().any(|&n| n > 0) {
-                a.rejected.push(Rejection {
-                    position: a.sensors[i].position,
-                    posture: p,
-                    by: Check::Intervis,
-                    exposed: px,
-                });
-                continue;
-            }
-            let path = a.sensors[i].path.clone().unwrap_or_default();
-            a.choice = Some(CoverChoice {
-                sensor: i,
-                position: a.sensors[i].position,
-                posture: p,
-                path_length: path_length(&path),
-                path,
-                exposure: Some(e),
-                intervis_exposed: Some(px),
-                decided_by: Check::Intervis,
-            });
-        }
-    }
 }
 
 fn validate(queries: &[CoverQuery], params: &SensorGridParams) -> Result<()> {
@@ -373,8 +267,9 @@ fn sweep(
     })
 }
 
+/// Metres along `path` (0 for a path of one point; a fold, not `sum`, which starts at -0).
 fn path_length(path: &[Vec3]) -> f32 {
-    path.windows(2).map(|w| w[0].distance(w[1])).sum()
+    path.windows(2).fold(0.0, |l, w| l + w[0].distance(w[1]))
 }
 
 /// Step 7: fates per sensor and the shortest hidden, reachable one.

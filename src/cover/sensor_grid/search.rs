@@ -6,6 +6,9 @@
 use super::{sweep, CoverQuery, SensorGridParams};
 use crate::cover::body::{clearance_segments, fitting_posture, BodyParams};
 use crate::cover::{template_points, Posture};
+use crate::cover::verify::ByMask;
+use crate::intervis::measure::{measure_and_trace, IntervisPair, IntervisParams, Riders};
+use crate::intervis::IntervisRecord;
 use crate::scene::{Mask, MaterialFlags, Scene};
 use crate::trace::{Hit, Ray, Segment};
 use crate::{Engine, Result};
@@ -31,42 +34,53 @@ pub enum Outcome {
     Blocked(bool),
 }
 
-/// Traces jobs in two engine calls: the closest hits, then every mask's occlusion batch in
-/// one submission ([`Engine::occluded_many`]).
+/// Traces jobs in one engine call (closest hits and every mask's occlusion batch in one
+/// submission on the GPU).
 pub fn run(engine: &Engine, scene: &Scene, jobs: &[Job]) -> Result<Vec<Outcome>> {
+    Ok(run_with(engine, scene, jobs, &[], &[])?.0)
+}
+
+/// [`run`] with more segments and intervis calls riding along, all in one engine call
+/// ([`measure_and_trace`]: one submission and one wait on the GPU). Returns the jobs'
+/// outcomes, the extra segments' occlusion bits and the calls' records.
+pub fn run_with(
+    engine: &Engine,
+    scene: &Scene,
+    jobs: &[Job],
+    more: &[(Segment, Mask)],
+    calls: &[(&[IntervisPair], IntervisParams)],
+) -> Result<(Vec<Outcome>, Vec<bool>, Vec<Vec<IntervisRecord>>)> {
     let mut out = vec![Outcome::Blocked(false); jobs.len()];
     let (mut rays, mut ray_at) = (Vec::new(), Vec::new());
-    let mut segs: Vec<(Mask, Vec<Segment>, Vec<usize>)> = Vec::new();
+    let (mut segs, mut seg_at) = (Vec::new(), Vec::new());
     for (i, j) in jobs.iter().enumerate() {
         match *j {
             Job::Down(r) => {
                 rays.push(r);
                 ray_at.push(i);
             }
-            Job::Segment(s, m) => match segs.iter_mut().find(|(mm, ..)| *mm == m) {
-                Some((_, v, at)) => {
-                    v.push(s);
-                    at.push(i);
-                }
-                None => segs.push((m, vec![s], vec![i])),
-            },
+            Job::Segment(s, m) => {
+                segs.push((s, m));
+                seg_at.push(i);
+            }
         }
     }
-    let ground = Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
-    for (h, i) in engine
-        .closest_hit(scene, &rays, ground)?
-        .into_iter()
-        .zip(ray_at)
-    {
+    segs.extend_from_slice(more);
+    let split = ByMask::new(&segs);
+    let riders = Riders {
+        rays: &rays,
+        ray_mask: Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE),
+        segments: &split.views(),
+    };
+    let (records, traced) = measure_and_trace(engine, scene, calls, &riders)?;
+    for (h, i) in traced.hits.into_iter().zip(ray_at) {
         out[i] = Outcome::Hit(h);
     }
-    let batches: Vec<(&[Segment], Mask)> = segs.iter().map(|(m, v, _)| (&v[..], *m)).collect();
-    for ((_, _, at), bits) in segs.iter().zip(engine.occluded_many(scene, &batches)?) {
-        for (k, &i) in at.iter().enumerate() {
-            out[i] = Outcome::Blocked(bits.get(k));
-        }
+    let mut bits = split.scatter(&traced.occluded);
+    for (&b, &i) in bits.iter().zip(&seg_at) {
+        out[i] = Outcome::Blocked(b);
     }
-    Ok(out)
+    Ok((out, bits.split_off(seg_at.len()), records))
 }
 
 /// `Owners::posture` of clearance job `n` is `CLEARANCE + n`.
@@ -93,22 +107,48 @@ impl Sensor {
     }
 }
 
+/// The steps of a search, each one engine call: the ground under every sensor (and the
+/// waypoint hops, which need nothing else); then the template points, clearance and straight
+/// access of every standable sensor; then the last segment of two-segment paths.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stage {
     Ground,
     Visibility,
-    Straight,
-    Waypoints,
     LastSegment,
     Done,
 }
 
-/// What each job of the current stage belongs to.
-#[derive(Clone, Debug, Default)]
+/// One kind of job within a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Part {
+    Ground,
+    Waypoints,
+    Visibility,
+    Straight,
+    LastSegment,
+}
+
+/// What each job of one part of the current step belongs to.
+#[derive(Clone, Debug)]
 struct Owners {
+    part: Part,
+    /// Index of the part's first job in the step.
+    start: usize,
     sensor: Vec<usize>,
     posture: Vec<usize>,
     key: Vec<(usize, usize, usize)>,
+}
+
+impl Owners {
+    fn new(part: Part, start: usize) -> Owners {
+        Owners {
+            part,
+            start,
+            sensor: Vec::new(),
+            posture: Vec::new(),
+            key: Vec::new(),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -123,9 +163,13 @@ pub struct Search {
     rings: std::ops::RangeInclusive<u32>,
     round_start: usize,
     open: Vec<usize>,
-    owners: Owners,
-    vias: Vec<Vec<Vec<Vec3>>>,
+    parts: Vec<Owners>,
+    /// Per query: the paths a last segment may start from (waypoint paths, then straight
+    /// two-point paths to sensors the body fits at crouching or standing).
+    pub vias: Vec<Vec<Vec<Vec3>>>,
 }
+
+type Jobs = Vec<(Job, u32)>;
 
 impl Search {
     pub fn new(queries: Vec<CoverQuery>, params: SensorGridParams) -> Search {
@@ -145,7 +189,7 @@ impl Search {
             stage: Stage::Ground,
             rings,
             round_start: 0,
-            owners: Owners::default(),
+            parts: Vec::new(),
         }
     }
 
@@ -153,287 +197,321 @@ impl Search {
         self.stage == Stage::Done
     }
 
-    /// The rays the current stage needs, each with a priority (lower first): the top of the
+    /// Whether the next step is the last one (two-segment paths): every sensor's ground,
+    /// visibility, fit and straight access are known.
+    pub fn at_last_step(&self) -> bool {
+        self.stage == Stage::LastSegment
+    }
+
+    /// The rays the current step needs, each with a priority (lower first): the top of the
     /// head before lower points, near sensors before far ones (Darken, Morgan and Paull, "Amortized Ray
     /// Casting").
     pub fn plan(&mut self) -> Vec<(Job, u32)> {
         let mut jobs = Vec::new();
-        let mut owners = Owners::default();
-        match self.stage {
-            Stage::Ground => {
-                self.round_start = self.sensors.len();
-                for &q in &self.open {
-                    for (index, &(ring, _)) in self.layout.iter().enumerate() {
-                        if self.rings.contains(&ring) {
-                            self.sensors.push(Sensor {
-                                query: q,
-                                index,
-                                ring,
-                                ground: None,
-                                standable: false,
-                                hidden: [false; 3],
-                                fit: None,
-                                straight: false,
-                                path: None,
-                            });
-                        }
-                    }
-                }
-                for k in self.round_start..self.sensors.len() {
-                    let s = &self.sensors[k];
-                    let a = &self.queries[s.query].agent;
-                    let offset = self.layout[s.index].1;
-                    let d = offset.length();
-                    let top = a.position + offset + Vec3::Y * self.params.step_height;
-                    let low = a.position.y - d.max(a.height());
-                    let high = a.position.y + d.max(self.params.step_height);
-                    jobs.push((Job::Down(Ray::new(top, Vec3::NEG_Y, top.y - low)), s.ring));
-                    jobs.push((
-                        Job::Down(Ray::new(
-                            Vec3::new(top.x, high, top.z),
-                            Vec3::NEG_Y,
-                            (high - top.y).max(0.0),
-                        )),
-                        s.ring,
-                    ));
-                    owners.sensor.extend([k, k]);
-                    self.rays[s.query] += 2;
-                }
+        let parts: &[Part] = match self.stage {
+            Stage::Ground if self.round_start == 0 && self.sensors.is_empty() => {
+                &[Part::Ground, Part::Waypoints]
             }
-            Stage::Visibility => {
-                for k in self.round_start..self.sensors.len() {
-                    let s = &self.sensors[k];
-                    let q = &self.queries[s.query];
-                    let (Some(g), true) = (s.ground, s.standable) else {
-                        continue;
-                    };
-                    for p in Posture::ALL {
-                        for &o in &q.observers {
-                            for (point_index, point) in
-                                template_points(&q.agent, g, p, o).into_iter().enumerate()
-                            {
-                                // Head centres first, highest posture first; then the sides.
-                                let priority = if point_index == 0 {
-                                    2 - p as u32
-                                } else {
-                                    3 + 2 - p as u32
-                                };
-                                jobs.push((
-                                    Job::Segment(Segment::new(o, point), q.mask),
-                                    priority * 64 + s.ring,
-                                ));
-                                owners.sensor.push(k);
-                                owners.posture.push(p as usize);
-                            }
-                        }
-                    }
-                    // Clearance: does the body fit at the spot, and in which postures?
-                    let foot = BodyParams::standard().foot;
-                    for (piece, seg) in clearance_segments(&q.agent, g, foot)
-                        .into_iter()
-                        .flatten()
-                        .enumerate()
-                    {
-                        jobs.push((Job::Segment(seg, Mask::FIRE), 6 * 64 + s.ring));
-                        owners.sensor.push(k);
-                        owners.posture.push(CLEARANCE + piece);
-                    }
-                    self.rays[s.query] += 9 * q.observers.len() + 9;
+            Stage::Ground => &[Part::Ground],
+            Stage::Visibility => &[Part::Visibility, Part::Straight],
+            Stage::LastSegment => &[Part::LastSegment],
+            Stage::Done => &[],
+        };
+        self.parts = parts
+            .iter()
+            .map(|&part| {
+                let mut owners = Owners::new(part, jobs.len());
+                match part {
+                    Part::Ground => self.plan_ground(&mut jobs, &mut owners),
+                    Part::Waypoints => self.plan_waypoints(&mut jobs, &mut owners),
+                    Part::Visibility => self.plan_visibility(&mut jobs, &mut owners),
+                    Part::Straight => self.plan_straight(&mut jobs, &mut owners),
+                    Part::LastSegment => self.plan_last_segment(&mut jobs, &mut owners),
                 }
-            }
-            Stage::Straight => {
-                // Every standable sensor the body fits at may be reached straight, seen or not;
-                // those it fits at crouching or standing may be a two-segment path's first leg
-                // (Darken, Morgan and Paull, step 6: "some other straight-line accessible sensor").
-                for k in self.round_start..self.sensors.len() {
-                    let s = &self.sensors[k];
-                    let (Some(g), true, true) = (s.ground, s.walkable(), s.ring > 0) else {
-                        continue;
-                    };
-                    let q = &self.queries[s.query];
-                    for seg in sweep(&q.agent, &self.params, q.agent.position, g) {
-                        jobs.push((Job::Segment(seg, Mask::FIRE), s.ring));
-                        owners.sensor.push(k);
-                    }
-                    self.rays[s.query] += 9;
-                }
-            }
-            Stage::Waypoints => {
-                for (qi, q) in self.queries.iter().enumerate() {
-                    for i in 0..q.waypoints.len() {
-                        let from_agent = std::iter::once((usize::MAX, q.agent.position));
-                        let from_waypoints = (0..i)
-                            .map(|j| (j, q.waypoints[j]))
-                            .filter(|(_, w)| w.distance(q.waypoints[i]) <= MAX_WAYPOINT_HOP);
-                        for (j, from) in from_agent.chain(from_waypoints) {
-                            for seg in sweep(&q.agent, &self.params, from, q.waypoints[i]) {
-                                jobs.push((Job::Segment(seg, Mask::FIRE), 0));
-                                owners.key.push((qi, j, i));
-                            }
-                            self.rays[qi] += 9;
-                        }
-                    }
-                }
-            }
-            Stage::LastSegment => {
-                for (k, s) in self.sensors.iter().enumerate() {
-                    let (Some(g), false, true) =
-                        (s.ground, s.straight, s.hidden.iter().any(|&h| h))
-                    else {
-                        continue;
-                    };
-                    let q = &self.queries[s.query];
-                    for (vi, via) in self.vias[s.query].iter().enumerate() {
-                        for seg in sweep(&q.agent, &self.params, *via.last().unwrap(), g) {
-                            jobs.push((Job::Segment(seg, Mask::FIRE), s.ring));
-                            owners.key.push((k, vi, 0));
-                        }
-                        self.rays[s.query] += 9;
-                    }
-                }
-            }
-            Stage::Done => {}
-        }
-        self.owners = owners;
+                owners
+            })
+            .collect();
         jobs
     }
 
-    /// Applies the outcomes of the jobs [`Search::plan`] returned (in that order) and moves to
-    /// the next stage.
-    pub fn apply(&mut self, out: &[Option<Outcome>], scene: &Scene) {
-        let blocked = |i: usize| matches!(out[i], Some(Outcome::Blocked(true)));
-        let owners = std::mem::take(&mut self.owners);
-        match self.stage {
-            Stage::Ground => {
-                let min_normal_y = self.params.max_slope.cos();
-                for (pair, &k) in owners.sensor.iter().step_by(2).enumerate() {
-                    let hit = |i: usize| match out[i] {
-                        Some(Outcome::Hit(Some(h))) => Some(h),
-                        _ => None,
-                    };
-                    let (i, h) = match (hit(2 * pair), hit(2 * pair + 1)) {
-                        (Some(h), _) => (2 * pair, h),
-                        (None, Some(h)) => (2 * pair + 1, h),
-                        (None, None) => continue,
-                    };
-                    let ray = self.ground_ray(k, i % 2);
-                    let s = &mut self.sensors[k];
-                    s.ground = Some(ray.origin() + ray.dir() * h.t);
-                    let walkable = scene.materials()[h.material as usize]
-                        .flags
-                        .contains(MaterialFlags::WALKABLE);
-                    s.standable = walkable && h.normal.y >= min_normal_y;
+    fn plan_ground(&mut self, jobs: &mut Jobs, owners: &mut Owners) {
+        self.round_start = self.sensors.len();
+        for &q in &self.open {
+            for (index, &(ring, _)) in self.layout.iter().enumerate() {
+                if self.rings.contains(&ring) {
+                    self.sensors.push(Sensor {
+                        query: q,
+                        index,
+                        ring,
+                        ground: None,
+                        standable: false,
+                        hidden: [false; 3],
+                        fit: None,
+                        straight: false,
+                        path: None,
+                    });
                 }
-                self.stage = Stage::Visibility;
             }
-            Stage::Visibility => {
-                let start = self.round_start;
-                // Per sensor of the round: blocked clearance pieces (bit per piece), and
-                // whether it was planned clearance at all.
-                let mut clearance = vec![(0u16, false); self.sensors.len() - start];
-                for s in &mut self.sensors[start..] {
-                    s.hidden = [s.ground.is_some() && s.standable; 3];
-                }
-                for (i, (&k, &p)) in owners.sensor.iter().zip(&owners.posture).enumerate() {
-                    if p >= CLEARANCE {
-                        // Untraced clearance reads as clear (optimistic, like the rest).
-                        let c = &mut clearance[k - start];
-                        c.1 = true;
-                        c.0 |= u16::from(blocked(i)) << (p - CLEARANCE);
-                    } else if matches!(out[i], Some(Outcome::Blocked(false))) {
-                        self.sensors[k].hidden[p] = false;
-                    }
-                }
-                for (k, &(b, planned)) in clearance.iter().enumerate() {
-                    if !planned {
-                        continue;
-                    }
-                    let s = &mut self.sensors[start + k];
-                    s.fit = fitting_posture(|i| b >> i & 1 == 1);
-                    for p in Posture::ALL {
-                        if s.fit.is_none_or(|f| p > f) {
-                            s.hidden[p as usize] = false;
-                        }
-                    }
-                }
-                self.stage = Stage::Straight;
+        }
+        for k in self.round_start..self.sensors.len() {
+            let s = &self.sensors[k];
+            for which in 0..2 {
+                jobs.push((Job::Down(self.ground_ray(k, which)), s.ring));
             }
-            Stage::Straight => {
-                let mut clear = vec![true; self.sensors.len()];
-                for (i, &k) in owners.sensor.iter().enumerate() {
-                    clear[k] &= !blocked(i);
-                }
-                for (k, s) in self.sensors.iter_mut().enumerate().skip(self.round_start) {
-                    let a = self.queries[s.query].agent.position;
-                    s.straight = s.walkable() && (s.ring == 0 || clear[k]);
-                    if s.ring == 0 && s.ground.is_some() {
-                        s.straight = true;
-                    }
-                    if s.straight {
-                        s.path = Some(if s.ring == 0 {
-                            vec![a]
+            owners.sensor.extend([k, k]);
+            self.rays[s.query] += 2;
+        }
+    }
+
+    fn plan_visibility(&mut self, jobs: &mut Jobs, owners: &mut Owners) {
+        for k in self.round_start..self.sensors.len() {
+            let s = &self.sensors[k];
+            let q = &self.queries[s.query];
+            let (Some(g), true) = (s.ground, s.standable) else {
+                continue;
+            };
+            for p in Posture::ALL {
+                for &o in &q.observers {
+                    for (point_index, point) in
+                        template_points(&q.agent, g, p, o).into_iter().enumerate()
+                    {
+                        // Head centres first, highest posture first; then the sides.
+                        let priority = if point_index == 0 {
+                            2 - p as u32
                         } else {
-                            vec![a, s.ground.unwrap()]
-                        });
+                            3 + 2 - p as u32
+                        };
+                        jobs.push((
+                            Job::Segment(Segment::new(o, point), q.mask),
+                            priority * 64 + s.ring,
+                        ));
+                        owners.sensor.push(k);
+                        owners.posture.push(p as usize);
                     }
                 }
-                let (sensors, start) = (&self.sensors, self.round_start);
-                self.open.retain(|&q| {
-                    !sensors[start..]
-                        .iter()
-                        .any(|s| s.query == q && s.straight && s.hidden.iter().any(|&h| h))
-                });
-                let next = self.rings.end() + 1;
-                if self.params.incremental && next <= self.params.rings && !self.open.is_empty() {
-                    self.rings = next..=next;
-                    self.stage = Stage::Ground;
+            }
+            // Clearance: does the body fit at the spot, and in which postures?
+            let foot = BodyParams::standard().foot;
+            for (piece, seg) in clearance_segments(&q.agent, g, foot)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                jobs.push((Job::Segment(seg, Mask::FIRE), 6 * 64 + s.ring));
+                owners.sensor.push(k);
+                owners.posture.push(CLEARANCE + piece);
+            }
+            self.rays[s.query] += 9 * q.observers.len() + 9;
+        }
+    }
+
+    /// Every standable sensor may be reached straight, seen or not, if its body fits (known
+    /// once this step's clearance is applied); those it fits at crouching or standing may be
+    /// a two-segment path's first leg (Darken, Morgan and Paull, step 6: "some other
+    /// straight-line accessible sensor").
+    fn plan_straight(&mut self, jobs: &mut Jobs, owners: &mut Owners) {
+        for k in self.round_start..self.sensors.len() {
+            let s = &self.sensors[k];
+            let (Some(g), true, true) = (s.ground, s.standable, s.ring > 0) else {
+                continue;
+            };
+            let q = &self.queries[s.query];
+            for seg in sweep(&q.agent, &self.params, q.agent.position, g) {
+                jobs.push((Job::Segment(seg, Mask::FIRE), 7 * 64 + s.ring));
+                owners.sensor.push(k);
+            }
+            self.rays[s.query] += 9;
+        }
+    }
+
+    fn plan_waypoints(&mut self, jobs: &mut Jobs, owners: &mut Owners) {
+        for (qi, q) in self.queries.iter().enumerate() {
+            for i in 0..q.waypoints.len() {
+                let from_agent = std::iter::once((usize::MAX, q.agent.position));
+                let from_waypoints = (0..i)
+                    .map(|j| (j, q.waypoints[j]))
+                    .filter(|(_, w)| w.distance(q.waypoints[i]) <= MAX_WAYPOINT_HOP);
+                for (j, from) in from_agent.chain(from_waypoints) {
+                    for seg in sweep(&q.agent, &self.params, from, q.waypoints[i]) {
+                        jobs.push((Job::Segment(seg, Mask::FIRE), 0));
+                        owners.key.push((qi, j, i));
+                    }
+                    self.rays[qi] += 9;
+                }
+            }
+        }
+    }
+
+    fn plan_last_segment(&mut self, jobs: &mut Jobs, owners: &mut Owners) {
+        for (k, s) in self.sensors.iter().enumerate() {
+            let (Some(g), false, true) = (s.ground, s.straight, s.hidden.iter().any(|&h| h))
+            else {
+                continue;
+            };
+            let q = &self.queries[s.query];
+            for (vi, via) in self.vias[s.query].iter().enumerate() {
+                for seg in sweep(&q.agent, &self.params, *via.last().unwrap(), g) {
+                    jobs.push((Job::Segment(seg, Mask::FIRE), s.ring));
+                    owners.key.push((k, vi, 0));
+                }
+                self.rays[s.query] += 9;
+            }
+        }
+    }
+
+    /// Applies the outcomes of the jobs [`Search::plan`] returned (in that order) and moves to
+    /// the next step.
+    pub fn apply(&mut self, out: &[Option<Outcome>], scene: &Scene) {
+        for owners in std::mem::take(&mut self.parts) {
+            let n = owners.sensor.len().max(owners.key.len());
+            let out = &out[owners.start..owners.start + n];
+            match owners.part {
+                Part::Ground => self.apply_ground(&owners, out, scene),
+                Part::Waypoints => self.apply_waypoints(&owners, out),
+                Part::Visibility => self.apply_visibility(&owners, out),
+                Part::Straight => self.apply_straight(&owners, out),
+                Part::LastSegment => self.apply_last_segment(&owners, out),
+            }
+        }
+        self.stage = match self.stage {
+            Stage::Ground => Stage::Visibility,
+            Stage::Visibility => self.next_round(),
+            Stage::LastSegment | Stage::Done => Stage::Done,
+        };
+    }
+
+    fn apply_ground(&mut self, owners: &Owners, out: &[Option<Outcome>], scene: &Scene) {
+        let min_normal_y = self.params.max_slope.cos();
+        for (pair, &k) in owners.sensor.iter().step_by(2).enumerate() {
+            let hit = |i: usize| match out[i] {
+                Some(Outcome::Hit(Some(h))) => Some(h),
+                _ => None,
+            };
+            let (i, h) = match (hit(2 * pair), hit(2 * pair + 1)) {
+                (Some(h), _) => (2 * pair, h),
+                (None, Some(h)) => (2 * pair + 1, h),
+                (None, None) => continue,
+            };
+            let ray = self.ground_ray(k, i % 2);
+            let s = &mut self.sensors[k];
+            s.ground = Some(ray.origin() + ray.dir() * h.t);
+            let walkable = scene.materials()[h.material as usize]
+                .flags
+                .contains(MaterialFlags::WALKABLE);
+            s.standable = walkable && h.normal.y >= min_normal_y;
+        }
+    }
+
+    fn apply_visibility(&mut self, owners: &Owners, out: &[Option<Outcome>]) {
+        let start = self.round_start;
+        // Per sensor of the round: blocked clearance pieces (bit per piece), and whether it
+        // was planned clearance at all.
+        let mut clearance = vec![(0u16, false); self.sensors.len() - start];
+        for s in &mut self.sensors[start..] {
+            s.hidden = [s.ground.is_some() && s.standable; 3];
+        }
+        for (i, (&k, &p)) in owners.sensor.iter().zip(&owners.posture).enumerate() {
+            if p >= CLEARANCE {
+                // Untraced clearance reads as clear (optimistic, like the rest).
+                let c = &mut clearance[k - start];
+                c.1 = true;
+                c.0 |= u16::from(blocked(out, i)) << (p - CLEARANCE);
+            } else if matches!(out[i], Some(Outcome::Blocked(false))) {
+                self.sensors[k].hidden[p] = false;
+            }
+        }
+        for (k, &(b, planned)) in clearance.iter().enumerate() {
+            if !planned {
+                continue;
+            }
+            let s = &mut self.sensors[start + k];
+            s.fit = fitting_posture(|i| b >> i & 1 == 1);
+            for p in Posture::ALL {
+                if s.fit.is_none_or(|f| p > f) {
+                    s.hidden[p as usize] = false;
+                }
+            }
+        }
+    }
+
+    fn apply_straight(&mut self, owners: &Owners, out: &[Option<Outcome>]) {
+        let mut clear = vec![true; self.sensors.len()];
+        for (i, &k) in owners.sensor.iter().enumerate() {
+            clear[k] &= !blocked(out, i);
+        }
+        for (k, s) in self.sensors.iter_mut().enumerate().skip(self.round_start) {
+            let a = self.queries[s.query].agent.position;
+            s.straight = s.walkable() && (s.ring == 0 || clear[k]);
+            if s.ring == 0 && s.ground.is_some() {
+                s.straight = true;
+            }
+            if s.straight {
+                s.path = Some(if s.ring == 0 {
+                    vec![a]
                 } else {
-                    self.stage = Stage::Waypoints;
-                }
+                    vec![a, s.ground.unwrap()]
+                });
             }
-            Stage::Waypoints => {
-                let mut clear: BTreeMap<(usize, usize, usize), bool> = BTreeMap::new();
-                for (i, &key) in owners.key.iter().enumerate() {
-                    *clear.entry(key).or_insert(true) &= !blocked(i);
-                }
-                self.vias = self
-                    .queries
-                    .iter()
-                    .enumerate()
-                    .map(|(qi, q)| waypoint_paths(qi, q, &clear))
-                    .collect();
-                for s in self
-                    .sensors
-                    .iter()
-                    .filter(|s| s.straight && s.ring > 0 && s.fit >= Some(Posture::Crouching))
-                {
-                    self.vias[s.query].push(vec![
-                        self.queries[s.query].agent.position,
-                        s.ground.unwrap(),
-                    ]);
-                }
-                self.stage = Stage::LastSegment;
+        }
+        let (sensors, start) = (&self.sensors, self.round_start);
+        self.open.retain(|&q| {
+            !sensors[start..]
+                .iter()
+                .any(|s| s.query == q && s.straight && s.hidden.iter().any(|&h| h))
+        });
+    }
+
+    /// After a round's visibility step: the next ring's round (incremental processing), or
+    /// the last step, with every straight sensor the body fits at crouching or standing added
+    /// to the vias.
+    fn next_round(&mut self) -> Stage {
+        let next = self.rings.end() + 1;
+        if self.params.incremental && next <= self.params.rings && !self.open.is_empty() {
+            self.rings = next..=next;
+            return Stage::Ground;
+        }
+        for s in self
+            .sensors
+            .iter()
+            .filter(|s| s.straight && s.ring > 0 && s.fit >= Some(Posture::Crouching))
+        {
+            self.vias[s.query].push(vec![
+                self.queries[s.query].agent.position,
+                s.ground.unwrap(),
+            ]);
+        }
+        Stage::LastSegment
+    }
+
+    fn apply_waypoints(&mut self, owners: &Owners, out: &[Option<Outcome>]) {
+        let mut clear: BTreeMap<(usize, usize, usize), bool> = BTreeMap::new();
+        for (i, &key) in owners.key.iter().enumerate() {
+            *clear.entry(key).or_insert(true) &= !blocked(out, i);
+        }
+        self.vias = self
+            .queries
+            .iter()
+            .enumerate()
+            .map(|(qi, q)| waypoint_paths(qi, q, &clear))
+            .collect();
+    }
+
+    fn apply_last_segment(&mut self, owners: &Owners, out: &[Option<Outcome>]) {
+        // Each (sensor, via) pair planned its 9 sweep segments one after another.
+        for (pair, keys) in owners.key.chunks(9).enumerate() {
+            let (k, vi, _) = keys[0];
+            if (pair * 9..pair * 9 + keys.len()).any(|i| blocked(out, i)) {
+                continue;
             }
-            Stage::LastSegment => {
-                // Each (sensor, via) pair planned its 9 sweep segments one after another.
-                for (pair, keys) in owners.key.chunks(9).enumerate() {
-                    let (k, vi, _) = keys[0];
-                    if (pair * 9..pair * 9 + keys.len()).any(blocked) {
-                        continue;
-                    }
-                    let s = &mut self.sensors[k];
-                    let via = &self.vias[s.query][vi];
-                    let g = s.ground.unwrap();
-                    let len = super::path_length(via) + via.last().unwrap().distance(g);
-                    if s.path.as_ref().is_none_or(|p| len < super::path_length(p)) {
-                        let mut path = via.clone();
-                        path.push(g);
-                        s.path = Some(path);
-                    }
-                }
-                self.stage = Stage::Done;
+            let s = &mut self.sensors[k];
+            let via = &self.vias[s.query][vi];
+            let g = s.ground.unwrap();
+            let len = super::path_length(via) + via.last().unwrap().distance(g);
+            if s.path.as_ref().is_none_or(|p| len < super::path_length(p)) {
+                let mut path = via.clone();
+                path.push(g);
+                s.path = Some(path);
             }
-            Stage::Done => {}
         }
     }
 
@@ -456,6 +534,10 @@ impl Search {
             )
         }
     }
+}
+
+fn blocked(out: &[Option<Outcome>], i: usize) -> bool {
+    matches!(out[i], Some(Outcome::Blocked(true)))
 }
 
 /// Paths from the agent to every waypoint reachable through clear hops (Dijkstra).

@@ -72,6 +72,7 @@ pub use pass::IntervisPass;
 use super::IntervisRecord;
 use crate::agent::Posture;
 use crate::scene::{Mask, Mesh, Scene};
+use crate::trace::{Hit, HitRecord, Occlusion, Ray, Segment};
 use crate::{Engine, Error, Result};
 use glam::{Affine3A, Quat, Vec2, Vec3};
 
@@ -221,37 +222,90 @@ pub fn measure_many(
     scene: &Scene,
     calls: &[(&[IntervisPair], IntervisParams)],
 ) -> Result<Vec<Vec<IntervisRecord>>> {
+    Ok(measure_and_trace(engine, scene, calls, &Riders::default())?.0)
+}
+
+/// Tracing that rides in a measurement's submission ([`measure_and_trace`]): closest hits of
+/// `rays` under `ray_mask`, and occlusion batches, each with its own mask.
+#[derive(Clone, Copy, Debug)]
+pub struct Riders<'a> {
+    pub rays: &'a [Ray],
+    pub ray_mask: Mask,
+    pub segments: &'a [(&'a [Segment], Mask)],
+}
+
+impl Default for Riders<'_> {
+    fn default() -> Self {
+        Riders {
+            rays: &[],
+            ray_mask: Mask::FIRE,
+            segments: &[],
+        }
+    }
+}
+
+/// The answers to [`Riders`]: one hit per ray, one [`Occlusion`] per batch, in order.
+#[derive(Clone, Debug, Default)]
+pub struct Traced {
+    pub hits: Vec<Option<Hit>>,
+    pub occluded: Vec<Occlusion>,
+}
+
+/// [`measure_many`] and the tracing of `riders` in one round trip: on the GPU the trace passes
+/// and every call's intervis pass go into one submission and cost one wait; on the CPU each
+/// part runs in turn.
+pub fn measure_and_trace(
+    engine: &Engine,
+    scene: &Scene,
+    calls: &[(&[IntervisPair], IntervisParams)],
+    riders: &Riders,
+) -> Result<(Vec<Vec<IntervisRecord>>, Traced)> {
     let Some(tracer) = engine.gpu() else {
-        return calls
+        let records = calls
             .iter()
             .map(|(pairs, params)| measure_ray_cast(engine, scene, pairs, params))
-            .collect();
+            .collect::<Result<_>>()?;
+        let traced = Traced {
+            hits: engine.closest_hit(scene, riders.rays, riders.ray_mask)?,
+            occluded: engine.occluded_many(scene, riders.segments)?,
+        };
+        return Ok((records, traced));
     };
+    let hits = tracer.prepare_closest_hit(scene, riders.rays, riders.ray_mask)?;
+    let mut trace = vec![hits];
+    for &(segments, mask) in riders.segments {
+        trace.push(tracer.prepare_occluded(scene, segments, mask)?);
+    }
     let passes = calls
         .iter()
         .map(|(pairs, params)| IntervisPass::prepare(tracer, scene, pairs, params))
         .collect::<Result<Vec<_>>>()?;
-    crate::gpu::submit_checked(
-        tracer,
-        pass::OP,
-        "intervis",
-        "lower the resolution or pass fewer pairs",
-        |e| {
-            for p in &passes {
-                p.encode(tracer, e);
-            }
-        },
-    )?;
-    // The first read waits for the submission; the others find it done.
-    let mut waited = false;
-    passes
+    let encode = |e: &mut wgpu::CommandEncoder| {
+        for p in &passes {
+            p.encode(tracer, e);
+        }
+    };
+    let more: Option<(&'static str, &dyn Fn(&mut wgpu::CommandEncoder))> =
+        (!passes.is_empty()).then_some((pass::OP, &encode));
+    tracer.run_all_with(&trace, more)?;
+    // One wait: for the trace passes when they have GPU work, else for the first drawing
+    // intervis pass; every other read finds the submission done.
+    let mut waited = trace.iter().any(crate::gpu::TracePass::has_work);
+    tracer.map_passes(&trace)?;
+    let records = passes
         .iter()
         .map(|p| {
             let r = p.read_after(tracer, !waited);
             waited |= p.draws();
             r
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    let hits = trace[0].read_hits(tracer)?.iter().map(HitRecord::to_hit).collect();
+    let occluded = trace[1..]
+        .iter()
+        .map(|p| p.read_occlusion(tracer))
+        .collect::<Result<_>>()?;
+    Ok((records, Traced { hits, occluded }))
 }
 
 /// The CPU twin of [`measure`]: the same views, target meshes, boxes and shading, every box
