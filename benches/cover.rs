@@ -206,17 +206,41 @@ fn sensor_grid(c: &mut Criterion, cases: &[Case], gpu: Option<&Engine>) {
         }
         g.finish();
 
-        let mut g = c.benchmark_group(format!("sensor_grid/{}/batch1000", case.name));
-        g.throughput(Throughput::Elements(QUERIES as u64));
-        for &(name, engine) in &engines {
-            g.bench_function(name, |b| {
-                b.iter(|| {
-                    find_cover(engine, &case.scene, black_box(&case.queries), &params).unwrap()
-                })
-            });
+        for (group, params) in [
+            ("batch1000", params),
+            ("batch1000_verified", SensorGridParams::verified()),
+        ] {
+            report_waits(case, gpu, &params);
+            let mut g = c.benchmark_group(format!("sensor_grid/{}/{group}", case.name));
+            g.throughput(Throughput::Elements(QUERIES as u64));
+            for &(name, engine) in &engines {
+                g.bench_function(name, |b| {
+                    b.iter(|| {
+                        find_cover(engine, &case.scene, black_box(&case.queries), &params).unwrap()
+                    })
+                });
+            }
+            g.finish();
         }
-        g.finish();
     }
+}
+
+/// Outside timing: the GPU's round trips for one batch, and how many agents found cover.
+fn report_waits(case: &Case, gpu: Option<&Engine>, params: &SensorGridParams) {
+    let Some(gpu) = gpu else { return };
+    let before = gpu.counters().total;
+    let answers = find_cover(gpu, &case.scene, &case.queries, params).unwrap();
+    let d = gpu.counters().total.since(&before);
+    eprintln!(
+        "sensor_grid/{} (verify {}): {} submissions, {} waits, {} bytes read back for \
+         {QUERIES} queries; {} found cover",
+        case.name,
+        params.verify,
+        d.submissions,
+        d.waits,
+        d.bytes_read_back,
+        answers.iter().filter(|a| a.choice.is_some()).count()
+    );
 }
 
 fn to_dense(q: &CoverQuery) -> DenseQuery {

@@ -2,6 +2,7 @@
 
 use crate::gpu::{GpuTracer, TracePass};
 use crate::scene::{Mask, Scene};
+use crate::trace::cpu::Fusion;
 use crate::trace::{self, cpu, Hit, HitRecord, Occlusion, Ray, Segment};
 use crate::{Error, Result};
 use std::sync::{Arc, Mutex};
@@ -29,17 +30,34 @@ pub struct Engine {
     adapter: Option<String>,
     /// Why [`Engine::headless`] chose the CPU backend, when it did.
     reason: Option<String>,
+    /// How the CPU backend rounds `a * b + c` in its triangle tests.
+    fusion: Fusion,
 }
 
 impl Engine {
     /// The CPU backend.
     #[must_use]
     pub fn cpu() -> Engine {
+        Self::cpu_fused(Fusion::None)
+    }
+
+    /// The CPU backend with its triangle tests' products and sums fused as a contracting GPU
+    /// compiler may fuse them ([`Fusion`]): a twin that differs from the plain one the way a
+    /// real GPU does, in the last bits of distances and in the bits of grazing segments.
+    #[must_use]
+    pub fn cpu_fused(fusion: Fusion) -> Engine {
         Engine {
             gpu: None,
             adapter: None,
             reason: None,
+            fusion,
         }
+    }
+
+    /// How this engine's CPU kernels round (always [`Fusion::None`] on the GPU backend).
+    #[must_use]
+    pub fn fusion(&self) -> Fusion {
+        self.fusion
     }
 
     /// Features the engine needs on a caller's device (none beyond WebGPU's defaults).
@@ -69,6 +87,7 @@ impl Engine {
     ) -> Result<Engine> {
         let lost = Arc::new(Mutex::new(None));
         Ok(Engine {
+            fusion: Fusion::None,
             gpu: Some(GpuTracer::new(
                 device,
                 queue,
@@ -156,6 +175,7 @@ impl Engine {
         let gpu = GpuTracer::new(&device, &queue, options.max_binding_bytes, lost)?;
         log::info!("GPU backend on {} ({:?})", info.name, info.backend);
         Ok(Engine {
+            fusion: Fusion::None,
             gpu: Some(gpu),
             adapter: Some(format!(
                 "{} ({:?}, {:?})",
@@ -205,7 +225,12 @@ impl Engine {
         match &self.gpu {
             None => {
                 trace::validate_segments(segments)?;
-                Ok(cpu::occluded(&scene.tiers(), segments, mask.bits()))
+                Ok(cpu::occluded_with(
+                    &scene.tiers(),
+                    segments,
+                    mask.bits(),
+                    self.fusion,
+                ))
             }
             Some(gpu) => {
                 let pass = gpu.prepare_occluded(scene, segments, mask)?;
@@ -338,7 +363,12 @@ impl Engine {
         match &self.gpu {
             None => {
                 trace::validate_rays(rays)?;
-                Ok(cpu::closest_hit(&scene.tiers(), rays, mask.bits()))
+                Ok(cpu::closest_hit_with(
+                    &scene.tiers(),
+                    rays,
+                    mask.bits(),
+                    self.fusion,
+                ))
             }
             Some(gpu) => {
                 let pass: TracePass = gpu.prepare_closest_hit(scene, rays, mask)?;
@@ -375,7 +405,8 @@ impl Engine {
             return Err(Error::param("width", 0, "at least one ray a row"));
         }
         match &self.gpu {
-            None => {
+            // The tiled walk is a plain twin; a fused engine takes the general kernel.
+            None if self.fusion == Fusion::None => {
                 trace::validate_rays(rays)?;
                 Ok(trace::down::closest_hit_down(
                     &scene.tiers(),
@@ -384,7 +415,7 @@ impl Engine {
                     mask.bits(),
                 ))
             }
-            Some(_) => self.closest_hit_records(scene, rays, mask),
+            _ => self.closest_hit_records(scene, rays, mask),
         }
     }
 }

@@ -42,4 +42,5 @@ pub use error::{Error, Result};
 pub use gpu::{kernel_source as gpu_kernel_source, Params as GpuParams};
 pub use gpu::{GpuTracer, TracePass, WorkspaceStats};
 pub use scene::{Mask, Material, MaterialFlags, Mesh, Mobility, ObjectId, Scene};
+pub use trace::cpu::Fusion;
 pub use trace::{Hit, Occlusion, Ray, Segment};

@@ -116,7 +116,10 @@ pub fn occluded_masked(
 
 /// The whole-body sample of candidates as segments: every candidate's points for every
 /// observer, in order, and the number of points per (candidate, observer).
-pub fn body_segments(candidates: &[Candidate], body: &BodyParams) -> (Vec<(Segment, Mask)>, Vec<usize>) {
+pub fn body_segments(
+    candidates: &[Candidate],
+    body: &BodyParams,
+) -> (Vec<(Segment, Mask)>, Vec<usize>) {
     let mut segs = Vec::new();
     let mut counts = Vec::new();
     let mut points = Vec::new();

@@ -34,6 +34,44 @@ pub struct RayPrep {
     pub(crate) rows: [Vec3A; 3],
     /// Per axis, the row of [`WideNode::bounds`] holding the plane the ray enters first.
     pub(crate) near: [usize; 3],
+    /// How [`intersect`] rounds its products and sums.
+    pub(crate) fusion: Fusion,
+}
+
+/// How the CPU kernels round `a * b + c` in the triangle test: as written, two roundings (the
+/// plain twin, bit for bit what a GPU compiler that does not contract gives), or fused into one
+/// rounding the way a contracting compiler may (WGSL allows it and naga asks for no
+/// `NoContraction`). A sum of two products can fuse either one: `First` fuses the first
+/// product written, `Last` the second. The slab test has no `a * b + c` (it subtracts, then
+/// multiplies), so it stays as written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Fusion {
+    #[default]
+    None,
+    First,
+    Last,
+}
+
+impl Fusion {
+    /// `x0 * y0 + x1 * y1` rounded this way.
+    #[inline]
+    fn sum2(self, x0: f32, y0: f32, x1: f32, y1: f32) -> f32 {
+        match self {
+            Fusion::None => x0 * y0 + x1 * y1,
+            Fusion::First => x0.mul_add(y0, x1 * y1),
+            Fusion::Last => x1.mul_add(y1, x0 * y0),
+        }
+    }
+
+    /// WGSL's `dot(r, a)` of 3-vectors, `(r.x a.x + r.y a.y) + r.z a.z`, rounded this way (the
+    /// last product always fuses into the sum before it).
+    #[inline]
+    fn dot(self, r: Vec3A, a: Vec3A) -> f32 {
+        match self {
+            Fusion::None => r.dot(a),
+            _ => r.z.mul_add(a.z, self.sum2(r.x, a.x, r.y, a.y)),
+        }
+    }
 }
 
 impl RayPrep {
@@ -75,6 +113,17 @@ impl RayPrep {
             inv: Vec3A::ONE / safe,
             rows: rows.map(Vec3A::from_array),
             near: [0, 1, 2].map(|a| 2 * a + usize::from(safe[a] < 0.0)),
+            fusion: Fusion::None,
+        }
+    }
+
+    /// [`RayPrep::new`] whose triangle tests round as `fusion` says.
+    #[must_use]
+    #[inline]
+    pub fn fused(org: Vec3, dir: Vec3, fusion: Fusion) -> RayPrep {
+        RayPrep {
+            fusion,
+            ..RayPrep::new(org, dir)
         }
     }
 }
@@ -84,6 +133,9 @@ impl RayPrep {
 #[must_use]
 #[inline]
 pub fn intersect(r: &RayPrep, tri: &GpuTriangle, t_max: f32) -> Option<f32> {
+    if r.fusion != Fusion::None {
+        return intersect_fused(r, tri, t_max);
+    }
     let a = Vec3A::from(tri.v0) - r.org;
     let b = Vec3A::from(tri.v1) - r.org;
     let c = Vec3A::from(tri.v2) - r.org;
@@ -102,6 +154,40 @@ pub fn intersect(r: &RayPrep, tri: &GpuTriangle, t_max: f32) -> Option<f32> {
         return None;
     }
     let t_scaled = u * r2.dot(a) + v * r2.dot(b) + w * r2.dot(c);
+    let sign = if det < 0.0 { -1.0 } else { 1.0 };
+    let ts = t_scaled * sign;
+    let ds = det * sign;
+    if ts <= 0.0 || ts >= t_max * ds {
+        return None;
+    }
+    Some(ts / ds)
+}
+
+/// [`intersect`] with its products and sums rounded as `r.fusion` says, expression for
+/// expression as `intersect` in `shaders/common.wgsl` is written.
+#[must_use]
+#[inline(never)]
+fn intersect_fused(r: &RayPrep, tri: &GpuTriangle, t_max: f32) -> Option<f32> {
+    let f = r.fusion;
+    let a = Vec3A::from(tri.v0) - r.org;
+    let b = Vec3A::from(tri.v1) - r.org;
+    let c = Vec3A::from(tri.v2) - r.org;
+    let [r0, r1, r2] = r.rows;
+    let (ax, ay) = (f.dot(r0, a), f.dot(r1, a));
+    let (bx, by) = (f.dot(r0, b), f.dot(r1, b));
+    let (cx, cy) = (f.dot(r0, c), f.dot(r1, c));
+    let u = f.sum2(cx, by, -cy, bx);
+    let v = f.sum2(ax, cy, -ay, cx);
+    let w = f.sum2(bx, ay, -by, ax);
+    if (u < 0.0 || v < 0.0 || w < 0.0) && (u > 0.0 || v > 0.0 || w > 0.0) {
+        return None;
+    }
+    let det = u + v + w;
+    if det == 0.0 {
+        return None;
+    }
+    let (za, zb, zc) = (f.dot(r2, a), f.dot(r2, b), f.dot(r2, c));
+    let t_scaled = w.mul_add(zc, f.sum2(u, za, v, zb));
     let sign = if det < 0.0 { -1.0 } else { 1.0 };
     let ts = t_scaled * sign;
     let ds = det * sign;
@@ -337,6 +423,17 @@ pub(crate) fn hit_record(r: &RayPrep, tri: &GpuTriangle, t: f32) -> HitRecord {
 /// the ends, over all tiers.
 #[must_use]
 pub fn occluded(tiers: &[&Tier], segments: &[Segment], mask: u32) -> Occlusion {
+    occluded_with(tiers, segments, mask, Fusion::None)
+}
+
+/// [`occluded`] with triangle tests rounded as `fusion` says.
+#[must_use]
+pub fn occluded_with(
+    tiers: &[&Tier],
+    segments: &[Segment],
+    mask: u32,
+    fusion: Fusion,
+) -> Occlusion {
     const WORDS: usize = 8; // 256 segments per task
     let mut out = Occlusion::new(segments.len());
     let init = || {
@@ -351,7 +448,7 @@ pub fn occluded(tiers: &[&Tier], segments: &[Segment], mask: u32) -> Occlusion {
         preps.extend(
             chunk
                 .iter()
-                .map(|s| RayPrep::new(s.start(), s.end() - s.start())),
+                .map(|s| RayPrep::fused(s.start(), s.end() - s.start(), fusion)),
         );
         for t in tiers {
             any_hit_stream(t, preps, 1.0, mask, stacks, words);
@@ -444,6 +541,17 @@ pub fn closest_stream(
 /// Kernel `closest_hit`: the nearest blocking triangle per ray over all tiers.
 #[must_use]
 pub fn closest_hit(tiers: &[&Tier], rays: &[Ray], mask: u32) -> Vec<HitRecord> {
+    closest_hit_with(tiers, rays, mask, Fusion::None)
+}
+
+/// [`closest_hit`] with triangle tests rounded as `fusion` says.
+#[must_use]
+pub fn closest_hit_with(
+    tiers: &[&Tier],
+    rays: &[Ray],
+    mask: u32,
+    fusion: Fusion,
+) -> Vec<HitRecord> {
     const CHUNK: usize = 256;
     let mut out = vec![HitRecord::MISS; rays.len()];
     let init = || {
@@ -456,7 +564,11 @@ pub fn closest_hit(tiers: &[&Tier], rays: &[Ray], mask: u32) -> Vec<HitRecord> {
     let task = |(stacks, preps, t_max): &mut (Box<Stacks>, Vec<RayPrep>, Vec<f32>),
                 (best, chunk): (&mut [HitRecord], &[Ray])| {
         preps.clear();
-        preps.extend(chunk.iter().map(|r| RayPrep::new(r.origin(), r.dir())));
+        preps.extend(
+            chunk
+                .iter()
+                .map(|r| RayPrep::fused(r.origin(), r.dir(), fusion)),
+        );
         t_max.clear();
         t_max.extend(chunk.iter().map(|r| r.t_max));
         for t in tiers {

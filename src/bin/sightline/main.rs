@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use glam::Vec3;
 use sightline::scene::{self, procedural, LoadOptions, UpAxis};
 use sightline::viewshed::{viewshed, CellState, ViewshedParams};
-use sightline::{Engine, Mask, Scene};
+use sightline::{Engine, Fusion, Mask, Scene};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -63,6 +63,16 @@ struct SceneArgs {
     z_up: bool,
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
+    /// With `--backend cpu`: fuse the triangle test's `a * b + c` as a contracting GPU compiler
+    /// may (the first or the last product of each sum), to see what a real GPU may change.
+    #[arg(long, value_enum)]
+    fused: Option<FusedArg>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FusedArg {
+    First,
+    Last,
 }
 
 /// How a nav graph is made: generated at a spacing, connected from given nodes, or loaded.
@@ -520,11 +530,16 @@ fn load_or_generate(a: &SceneArgs) -> AnyResult<Scene> {
     Ok(scene)
 }
 
-fn engine(b: BackendArg) -> AnyResult<&'static Engine> {
-    let e = match b {
-        BackendArg::Auto => Engine::headless(),
-        BackendArg::Gpu => Engine::headless_gpu(Default::default())?,
-        BackendArg::Cpu => Engine::cpu(),
+fn engine(b: BackendArg, fused: Option<FusedArg>) -> AnyResult<&'static Engine> {
+    let e = match (b, fused) {
+        (BackendArg::Auto | BackendArg::Gpu, Some(_)) => {
+            return Err("--fused applies to the CPU backend: add --backend cpu".into())
+        }
+        (BackendArg::Auto, None) => Engine::headless(),
+        (BackendArg::Gpu, None) => Engine::headless_gpu(Default::default())?,
+        (BackendArg::Cpu, None) => Engine::cpu(),
+        (BackendArg::Cpu, Some(FusedArg::First)) => Engine::cpu_fused(Fusion::First),
+        (BackendArg::Cpu, Some(FusedArg::Last)) => Engine::cpu_fused(Fusion::Last),
     };
     // One line: the backend, and the adapter or why there is none.
     eprintln!(
@@ -550,7 +565,7 @@ fn run(cli: Cli) -> AnyResult<()> {
         } => {
             let segs = sightline::trace::read_segments(&segments)?;
             let s = load_scene(&scene)?;
-            let e = engine(scene.backend)?;
+            let e = engine(scene.backend, scene.fused)?;
             let mask = match mask {
                 MaskArg::Sight => Mask::SIGHT,
                 MaskArg::Fire => Mask::FIRE,
@@ -618,7 +633,7 @@ fn run(cli: Cli) -> AnyResult<()> {
             json,
         } => {
             let s = load_scene(&scene)?;
-            let e = engine(scene.backend)?;
+            let e = engine(scene.backend, scene.fused)?;
             if let Some(file) = agents {
                 if method != MethodArg::Dense || waypoints {
                     return Err("--agents answers a batch with the dense method: drop --method sensor-grid and --waypoints".into());
@@ -677,7 +692,7 @@ fn run(cli: Cli) -> AnyResult<()> {
             json,
         } => {
             let s = load_scene(&scene)?;
-            let e = engine(scene.backend)?;
+            let e = engine(scene.backend, scene.fused)?;
             cover_cmd::cover_field(
                 &e,
                 &s,
@@ -702,7 +717,7 @@ fn run(cli: Cli) -> AnyResult<()> {
             png,
         } => {
             let s = load_scene(&scene)?;
-            let e = engine(scene.backend)?;
+            let e = engine(scene.backend, scene.fused)?;
             let shard = shard
                 .as_deref()
                 .map(sightline::tables::parse_shard)
@@ -748,7 +763,7 @@ fn run(cli: Cli) -> AnyResult<()> {
             area,
         } => {
             let s = load_scene(&scene)?;
-            let e = engine(scene.backend)?;
+            let e = engine(scene.backend, scene.fused)?;
             let g = nav.graph(&e, &s)?;
             if let Some(path) = json {
                 std::fs::write(
@@ -770,7 +785,7 @@ fn run(cli: Cli) -> AnyResult<()> {
         }
         Command::Fireteam { scene, nav, args } => {
             let s = load_scene(&scene)?;
-            let e = engine(scene.backend)?;
+            let e = engine(scene.backend, scene.fused)?;
             let table = args
                 .table()
                 .map(|t| tables_cmd::load_for_scene(t, &s))
@@ -798,7 +813,7 @@ fn run(cli: Cli) -> AnyResult<()> {
             json,
         } => {
             let s = load_scene(&scene)?;
-            let e = engine(scene.backend)?;
+            let e = engine(scene.backend, scene.fused)?;
             let search = sightline::tpm::SearchParams {
                 sectors,
                 fov_degrees: fov,
@@ -838,18 +853,18 @@ fn run(cli: Cli) -> AnyResult<()> {
         }
         Command::Predict { scene, nav, args } => {
             let s = load_scene(&scene)?;
-            let e = engine(scene.backend)?;
+            let e = engine(scene.backend, scene.fused)?;
             predict_cmd::run(&e, &s, &nav.graph(&e, &s)?, &args)
         }
         Command::Terrain { scene, nav, args } => {
             let s = load_scene(&scene)?;
-            let e = engine(scene.backend)?;
+            let e = engine(scene.backend, scene.fused)?;
             terrain_cmd::run(&e, &s, nav.graph(&e, &s)?, &args)
         }
         Command::Ringgraph { scene, args } => {
             args.check()?;
             let s = load_scene(&scene)?;
-            let e = engine(scene.backend)?;
+            let e = engine(scene.backend, scene.fused)?;
             ring_cmd::run(&e, &s, &args)
         }
         Command::Inspect { file, view, png } => {
@@ -862,7 +877,7 @@ fn run(cli: Cli) -> AnyResult<()> {
         Command::Merge { out, shards } => tables_cmd::merge(&shards, &out),
         Command::Map { scene, area, png } => {
             let s = load_scene(&scene)?;
-            let e = engine(scene.backend)?;
+            let e = engine(scene.backend, scene.fused)?;
             let (lo, hi) = match area {
                 Some([x0, z0, x1, z1]) => (
                     Vec3::new(x0.min(x1), 0.0, z0.min(z1)),
@@ -894,7 +909,7 @@ fn run(cli: Cli) -> AnyResult<()> {
                 Some(o) => o,
                 None => return Err("give --observer X,Y,Z (metres) for a mesh file".into()),
             };
-            let e = engine(scene.backend)?;
+            let e = engine(scene.backend, scene.fused)?;
             let params = ViewshedParams {
                 cell,
                 ..Default::default()

@@ -144,7 +144,12 @@ impl Checks {
             };
             let best = (postures.iter().zip(body).rev()).find(|(_, e)| e.iter().all(|&x| x == 0.0));
             let Some((&p, e)) = best else {
-                rejected.push(rejection(s, *postures.last().unwrap(), Check::Body, Vec::new()));
+                rejected.push(rejection(
+                    s,
+                    *postures.last().unwrap(),
+                    Check::Body,
+                    Vec::new(),
+                ));
                 continue;
             };
             let Some(px) = self.pixels.get(&(qi, i, p)) else {

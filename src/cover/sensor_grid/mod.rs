@@ -21,8 +21,8 @@ use super::{Agent, Posture};
 use crate::scene::{Mask, Scene};
 use crate::trace::Segment;
 use crate::{Engine, Error, Result};
-use glam::Vec3;
 use checks::Checks;
+use glam::Vec3;
 use search::{Job, Search};
 
 /// Sensor grid settings. [`SensorGridParams::standard`] reproduces the paper.

@@ -5,8 +5,8 @@
 
 use super::{sweep, CoverQuery, SensorGridParams};
 use crate::cover::body::{clearance_segments, fitting_posture, BodyParams};
-use crate::cover::{template_points, Posture};
 use crate::cover::verify::ByMask;
+use crate::cover::{template_points, Posture};
 use crate::intervis::measure::{measure_and_trace, IntervisPair, IntervisParams, Riders};
 use crate::intervis::IntervisRecord;
 use crate::scene::{Mask, MaterialFlags, Scene};
@@ -344,8 +344,7 @@ impl Search {
 
     fn plan_last_segment(&mut self, jobs: &mut Jobs, owners: &mut Owners) {
         for (k, s) in self.sensors.iter().enumerate() {
-            let (Some(g), false, true) = (s.ground, s.straight, s.hidden.iter().any(|&h| h))
-            else {
+            let (Some(g), false, true) = (s.ground, s.straight, s.hidden.iter().any(|&h| h)) else {
                 continue;
             };
             let q = &self.queries[s.query];

@@ -300,7 +300,11 @@ pub fn measure_and_trace(
             r
         })
         .collect::<Result<Vec<_>>>()?;
-    let hits = trace[0].read_hits(tracer)?.iter().map(HitRecord::to_hit).collect();
+    let hits = trace[0]
+        .read_hits(tracer)?
+        .iter()
+        .map(HitRecord::to_hit)
+        .collect();
     let occluded = trace[1..]
         .iter()
         .map(|p| p.read_occlusion(tracer))
