@@ -21,7 +21,7 @@ use sightline::cover::verify::{body_exposure, Candidate, Check};
 use sightline::cover::{nearest_cover, template_points, Agent, Posture};
 use sightline::scene::procedural;
 use sightline::trace::{Ray, Segment, SplitMix64};
-use sightline::{Engine, Mask, MaterialFlags, Mesh, Mobility, Scene};
+use sightline::{Engine, Fusion, Mask, MaterialFlags, Mesh, Mobility, Scene};
 
 fn engines() -> Vec<Engine> {
     std::iter::once(Engine::cpu())
@@ -481,6 +481,55 @@ fn gpu_and_cpu_choices_agree_on_real_levels() {
         total += queries.len();
     }
     assert!(total >= 1600, "{total} queries");
+}
+
+/// The fused CPU twins (`a * b + c` in one rounding, as a contracting GPU compiler may) choose
+/// as the plain twin does on 3,000 seen agents on each of `village` and `dungeon.obj`: at
+/// least 999 in 1,000 choices the same by contract, the rest where a fused last bit decided.
+#[test]
+fn fused_twins_choose_as_the_plain_twin_on_6000_agents() {
+    let cpu = Engine::cpu();
+    let params = DenseParams {
+        radius: 6.0,
+        verify_intervis: false,
+        ..DenseParams::standard()
+    };
+    let dungeon =
+        sightline::scene::load(common::data_dir().join("dungeon.obj"), &Default::default())
+            .unwrap()
+            .0;
+    let scenes = [
+        ("village", procedural::village(1, 1), 15.0),
+        ("dungeon", dungeon, 8.0),
+    ];
+    let asked: Vec<Vec<DenseQuery>> = (scenes.iter())
+        .map(|(_, scene, span)| seen_agents(&cpu, scene, 3000, 12, *span))
+        .collect();
+    let plain: Vec<_> = (scenes.iter().zip(&asked))
+        .map(|((_, scene, _), q)| find_cover(&cpu, scene, q, &params).unwrap())
+        .collect();
+    for fusion in [Fusion::First, Fusion::Last] {
+        let fused = Engine::cpu_fused(fusion);
+        let (mut n, mut differ) = (0, 0);
+        for (((name, scene, _), q), a) in scenes.iter().zip(&asked).zip(&plain) {
+            let b = find_cover(&fused, scene, q, &params).unwrap();
+            let d = (a.iter().zip(&b))
+                .filter(|(x, y)| !contract::same_choice(&x.choice, &y.choice))
+                .count();
+            eprintln!(
+                "{name}, fused {fusion:?}: {d} of {} choices differ ({} with cover)",
+                q.len(),
+                a.iter().filter(|x| x.choice.is_some()).count()
+            );
+            n += q.len();
+            differ += d;
+        }
+        assert!(n >= 5000, "only {n} seen agents");
+        assert!(
+            differ * 1000 <= n,
+            "fused {fusion:?}: {differ} of {n} choices differ"
+        );
+    }
 }
 
 #[test]

@@ -160,7 +160,9 @@ fn target_behind_a_wall_is_hidden() {
         for r in &recs {
             assert_eq!(r.exposed, 0, "{name}: {r:?}");
             assert!(r.occluded > 20, "{name}: {r:?}");
-            assert_eq!((r.occlusion, r.solid_angle, r.contrast), (1.0, 0.0, 0.0));
+            // A GPU may divide through a reciprocal: 0.99999994 is a whole occlusion.
+            assert!((r.occlusion - 1.0).abs() <= 1e-6, "{name}: {r:?}");
+            assert_eq!((r.solid_angle, r.contrast), (0.0, 0.0), "{name}: {r:?}");
         }
     }
 }

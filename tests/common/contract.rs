@@ -133,3 +133,31 @@ pub fn point_triangle_distance(p: DVec3, v: [DVec3; 3]) -> f64 {
         edges
     }
 }
+
+/// Whether the vertical line through `(x, z)` meets the scene near height `y` where a last
+/// bit may decide which surface a downward ray names: two triangles within [`eps`] of each
+/// other at that height (coincident faces: a crate's bottom on the ground), or an edge within
+/// [`eps`] of the line there. Float64.
+pub fn vertical_ambiguous(tris: &[GpuTriangle], x: f32, z: f32, y: f32) -> bool {
+    let p = DVec3::new(f64::from(x), f64::from(y), f64::from(z));
+    let e = eps(Vec3::new(x, y, z), Vec3::new(x, y, z));
+    let mut near = 0;
+    for t in tris {
+        let v = t.vertices().map(|v| v.as_dvec3());
+        let (lo, hi) = (v[0].min(v[1]).min(v[2]), v[0].max(v[1]).max(v[2]));
+        if lo.x > p.x + e || hi.x < p.x - e || lo.z > p.z + e || hi.z < p.z - e {
+            continue;
+        }
+        if lo.y > p.y + e || hi.y < p.y - e {
+            continue;
+        }
+        let (top, bottom) = (p + DVec3::Y * 2.0 * e, p - DVec3::Y * 2.0 * e);
+        if (0..3).any(|k| segment_distance(top, bottom, v[k], v[(k + 1) % 3]) <= e) {
+            return true;
+        }
+        if point_triangle_distance(p, v) <= 2.0 * e {
+            near += 1;
+        }
+    }
+    near >= 2
+}

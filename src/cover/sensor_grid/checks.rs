@@ -13,7 +13,7 @@
 //! Both decide with the same function over the same measurements, so they choose alike.
 
 use super::search::{run_with, Job, Outcome, Search};
-use super::{path_length, CoverAnswer, CoverChoice, CoverQuery, SensorReport};
+use super::{length_key, path_length, CoverAnswer, CoverChoice, CoverQuery, SensorReport};
 use crate::cover::body::BodyParams;
 use crate::cover::verify::{
     body_segments, body_shares, Candidate, Check, IntervisCalls, Rejection,
@@ -199,7 +199,7 @@ fn candidates(a: &CoverAnswer) -> Vec<usize> {
         .filter(|&i| matches!(a.sensors[i].fate, super::SensorFate::Hidden(_)))
         .collect();
     let len = |i: usize| path_length(a.sensors[i].path.as_deref().unwrap_or(&[]));
-    c.sort_by(|&x, &y| len(x).total_cmp(&len(y)).then(x.cmp(&y)));
+    c.sort_by_key(|&i| (length_key(len(i)), i));
     c.truncate(MAX_VERIFIED);
     c
 }
@@ -239,7 +239,7 @@ pub fn speculative(search: &Search) -> Vec<Ask> {
         let q = &search.queries[qi];
         for &(len, i, _, g, hidden) in cands {
             let before = (cands.iter())
-                .filter(|c| c.2 && c.1 != i && (c.0, c.1) < (len, i))
+                .filter(|c| c.2 && c.1 != i && (length_key(c.0), c.1) < (length_key(len), i))
                 .count();
             if before >= MAX_VERIFIED {
                 continue;

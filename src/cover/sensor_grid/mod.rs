@@ -267,6 +267,13 @@ fn sweep(
     })
 }
 
+/// A path length on a 1 mm grid, for comparisons: paths within the same millimetre count as
+/// equally short (the lower sensor index, or the via found first, wins), so the last bits of
+/// a length, which a GPU may round otherwise, do not decide between spots.
+fn length_key(len: f32) -> i64 {
+    (f64::from(len) * 1000.0).round() as i64
+}
+
 /// Metres along `path` (0 for a path of one point; a fold, not `sum`, which starts at -0).
 fn path_length(path: &[Vec3]) -> f32 {
     path.windows(2).fold(0.0, |l, w| l + w[0].distance(w[1]))
@@ -327,7 +334,7 @@ fn assemble(search: &Search) -> Vec<CoverAnswer> {
                 }
                 _ => None,
             })
-            .min_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+            .min_by_key(|x| (length_key(x.0), x.1));
         a.choice = best.map(|(len, i, posture, path)| CoverChoice {
             sensor: i,
             position: a.sensors[i].position,

@@ -506,7 +506,9 @@ impl Search {
             let via = &self.vias[s.query][vi];
             let g = s.ground.unwrap();
             let len = super::path_length(via) + via.last().unwrap().distance(g);
-            if s.path.as_ref().is_none_or(|p| len < super::path_length(p)) {
+            let shorter =
+                |p: &Vec<Vec3>| super::length_key(len) < super::length_key(super::path_length(p));
+            if s.path.as_ref().is_none_or(shorter) {
                 let mut path = via.clone();
                 path.push(g);
                 s.path = Some(path);
