@@ -61,6 +61,12 @@ const NO_HIT: u32 = 0xffffffffu;
 const EMPTY_CHILD: u32 = 0xffffffffu;
 const STACK_SIZE: u32 = 66u; // depth bound (64) + 2, as in src/trace/cpu.rs
 const BOX_PAD: f32 = 1.0000004;
+// An edge function within this share of its larger product is read as exactly 0 (the ray on
+// the edge), as `EDGE_SNAP` in src/trace/cpu.rs: a compiler may fuse one product of
+// `p - q` (WGSL allows it), leaving the other's rounding error, of the same sign for both
+// triangles of a shared edge, where the plain difference gives +-0 to both; read as 0 it
+// keeps the test watertight however the compiler rounds.
+const EDGE_SNAP: f32 = 1.1920929e-7;
 const INF: f32 = 3.40282347e38; // f32::MAX stands in for +inf, which WGSL cannot spell
 
 @group(0) @binding(0) var<storage, read> nodes: array<BvhNode>;
@@ -115,6 +121,10 @@ fn ray_prep(org: vec3<f32>, dir: vec3<f32>) -> RayPrep {
 }
 
 // Watertight test: t with 0 < t < t_max, or -1 for a miss.
+fn snap_edge(d: f32, p: f32, q: f32) -> f32 {
+    return select(d, 0.0, abs(d) <= EDGE_SNAP * max(abs(p), abs(q)));
+}
+
 fn intersect(r: RayPrep, tri: Triangle, t_max: f32) -> f32 {
     let a = tri.v0 - r.org;
     let b = tri.v1 - r.org;
@@ -125,9 +135,9 @@ fn intersect(r: RayPrep, tri: Triangle, t_max: f32) -> f32 {
     let by = dot(r.row_y, b);
     let cx = dot(r.row_x, c);
     let cy = dot(r.row_y, c);
-    let u = cx * by - cy * bx;
-    let v = ax * cy - ay * cx;
-    let w = bx * ay - by * ax;
+    let u = snap_edge(cx * by - cy * bx, cx * by, cy * bx);
+    let v = snap_edge(ax * cy - ay * cx, ax * cy, ay * cx);
+    let w = snap_edge(bx * ay - by * ax, bx * ay, by * ax);
     if (u < 0.0 || v < 0.0 || w < 0.0) && (u > 0.0 || v > 0.0 || w > 0.0) {
         return -1.0;
     }

@@ -38,6 +38,10 @@ pub const WALL_REACH: f32 = 0.3;
 pub const STEEP: f32 = 1.0;
 /// How far under a surface (metres) the next ray starts.
 const GAP: f32 = 0.01;
+/// Height comparisons against [`STEP`] and [`HEADROOM`] allow this much (metres) either way
+/// to the side the designed value falls on: a rise of exactly 0.5 m, as built levels have, is a
+/// step however the last bits of its heights were rounded (a GPU may fuse the arithmetic).
+const MARGIN: f32 = 1e-4;
 
 /// What a pixel shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -226,7 +230,7 @@ pub fn underlay(
         .into_par_iter()
         .filter(|&i| !is_miss(&first[i]))
         .filter_map(|i| match layer(i) {
-            (underside, Some((y, h))) if underside - y >= HEADROOM && h.back == 0 => {
+            (underside, Some((y, h))) if underside - y >= HEADROOM - MARGIN && h.back == 0 => {
                 Some((i, 0.5 * (underside + y)))
             }
             _ => None,
@@ -336,7 +340,8 @@ fn mark_walls(u: &mut Underlay) {
     let min_normal_y = STEEP.cos();
     let (elevation, normal) = (&u.elevation, &u.normal);
     u.surface.par_iter_mut().enumerate().for_each(|(i, s)| {
-        if *s != Surface::Empty && (elevation[i] - low[i] > STEP || normal[i].y < min_normal_y) {
+        let rise = elevation[i] - low[i];
+        if *s != Surface::Empty && (rise > STEP + MARGIN || normal[i].y < min_normal_y) {
             *s = Surface::Wall;
         }
     });

@@ -514,9 +514,6 @@ fn the_path_costs_what_dijkstra_finds() {
 #[test]
 fn gpu_and_cpu_scores_are_identical_for_64_graphs_in_one_batch() {
     let (scene, surface) = village();
-    let Some(gpu) = gpu::gpu_engine() else {
-        return;
-    };
     let mut graphs = Vec::new();
     let mut situations = Vec::new();
     for i in 0..64 {
@@ -542,11 +539,15 @@ fn gpu_and_cpu_scores_are_identical_for_64_graphs_in_one_batch() {
     let score = Score::take_cover().or(Score::is(Criterion::TargetSight).and(Score::Constant(0.3)));
     let items: Vec<_> = graphs.iter().zip(&situations).collect();
     let cpu = score_batch(&Engine::cpu(), scene, &items, &score).unwrap();
-    let gpu = score_batch(&gpu, scene, &items, &score).unwrap();
     let rays: u64 = cpu.iter().map(|s| s.rays).sum();
     assert!(rays > 200_000, "{rays} rays");
-    for (k, (c, g)) in cpu.iter().zip(&gpu).enumerate() {
-        assert_eq!(c, g, "graph {k} differs");
+    for (name, other) in gpu::twins() {
+        let theirs = score_batch(&other, scene, &items, &score).unwrap();
+        let differ = cpu.iter().zip(&theirs).filter(|(c, g)| c != g).count();
+        eprintln!("{name}: {differ} of {} graphs score otherwise", cpu.len());
+        for (k, (c, g)) in cpu.iter().zip(&theirs).enumerate() {
+            assert_eq!(c, g, "{name}: graph {k} differs");
+        }
     }
     let covered: usize = cpu
         .iter()

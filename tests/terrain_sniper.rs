@@ -2,6 +2,8 @@
 //! for 3D Action Games*, "The Terrain"; east is +X): the relations on both backends, door
 //! patches against full recomputes, and where the top sniping spots fall.
 
+#[path = "common/contract.rs"]
+mod contract;
 #[path = "common/gpu.rs"]
 mod gpu;
 
@@ -12,7 +14,7 @@ use sightline::terrain::experience::{Activity, Actor, Experience};
 use sightline::terrain::patch::DoorPatch;
 use sightline::terrain::sniping::{Sniping, SnipingParams};
 use sightline::terrain::{Direction, RelationParams, Relations, Survey, SurveyParams};
-use sightline::{Engine, Scene};
+use sightline::{Engine, Mask, Scene};
 use std::sync::OnceLock;
 
 fn level() -> &'static (Scene, NavGraph) {
@@ -30,30 +32,58 @@ fn level() -> &'static (Scene, NavGraph) {
     })
 }
 
+/// The GPU and the fused CPU twins against the plain twin, by the agreement contract: a sight
+/// pair may differ only where its eye-to-eye segment grazes a triangle edge (on an NVIDIA H100,
+/// 20 of 902,496 pairs did, moved by fused multiply-adds).
 #[test]
 fn relations_agree_across_backends() {
     let (scene, g) = level();
-    let cpu = Relations::compute(&Engine::cpu(), scene, g, &RelationParams::standard()).unwrap();
-    let Some(gpu) = gpu::gpu_engine() else { return };
-    let on_gpu = Relations::compute(&gpu, scene, g, &RelationParams::standard()).unwrap();
-    // Every pair went through the los_table kernel, none as an uploaded segment.
-    let counters = gpu.counters();
-    let (los, segments) = (
-        counters.operation("los_table"),
-        counters.operation("occluded"),
-    );
-    assert!(
-        los.submissions > 0 && segments.submissions == 0,
-        "{los}; {segments}"
-    );
-    let (a, b) = (cpu.sight_table(), on_gpu.sight_table());
-    let differ = (0..a.bits().len())
-        .map(|i| (a.bits()[i] ^ b.bits()[i]).count_ones())
-        .sum::<u32>();
-    // Exact on lavapipe (what CI runs). On an NVIDIA H100, 20 of 902,496 pairs differed: rays
-    // grazing an edge, moved by fused multiply-adds (see BENCHMARKS.md, "On a real GPU").
-    assert_eq!(differ, 0, "{differ} of {} pairs differ", a.bit_count());
-    assert_eq!(cpu, on_gpu);
+    let p = RelationParams::standard();
+    let cpu = Relations::compute(&Engine::cpu(), scene, g, &p).unwrap();
+    let tris = contract::triangles(scene, Mask::SIGHT);
+    let lift = Vec3::Y * p.eye_height;
+    for (name, other) in gpu::twins() {
+        let theirs = Relations::compute(&other, scene, g, &p).unwrap();
+        if name == "gpu" {
+            // Every pair went through the los_table kernel, none as an uploaded segment.
+            let counters = other.counters();
+            let (los, segments) = (
+                counters.operation("los_table"),
+                counters.operation("occluded"),
+            );
+            assert!(
+                los.submissions > 0 && segments.submissions == 0,
+                "{los}; {segments}"
+            );
+        }
+        let (a, b) = (cpu.sight_table(), theirs.sight_table());
+        let n = cpu.len() as u32;
+        let mut differ = 0;
+        for i in 0..n {
+            for j in i + 1..n {
+                if a.visible(i, j) == b.visible(i, j) {
+                    continue;
+                }
+                differ += 1;
+                let (x, y) = (
+                    cpu.nodes()[i as usize] + lift,
+                    cpu.nodes()[j as usize] + lift,
+                );
+                assert!(
+                    contract::near_boundary(&tris, x, y),
+                    "{name}: pair {i}-{j} differs but its sight line passes clear of every edge"
+                );
+            }
+        }
+        eprintln!("{name}: {differ} of {} pairs differ", a.bit_count());
+        assert!(
+            differ * 10_000 <= a.bit_count() as usize,
+            "{name}: {differ} pairs differ"
+        );
+        if differ == 0 {
+            assert_eq!(cpu, theirs, "{name}");
+        }
+    }
 }
 
 #[test]

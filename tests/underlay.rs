@@ -4,6 +4,8 @@
 
 #[path = "common/mod.rs"]
 mod common;
+#[path = "common/contract.rs"]
+mod contract;
 #[path = "common/gpu.rs"]
 mod gpu;
 #[path = "common/scenes.rs"]
@@ -12,7 +14,7 @@ mod scenes;
 use glam::{Affine3A, Vec2, Vec3};
 use scenes::{cuboid, ground, materials, FOLIAGE, GROUND, SOLID};
 use sightline::underlay::{underlay, Cover, Surface, Underlay, HEADROOM, STEP};
-use sightline::{Engine, Error, Material, MaterialFlags, Mesh, Mobility, Scene};
+use sightline::{ground, Engine, Error, Mask, Material, MaterialFlags, Mesh, Mobility, Scene};
 
 // The plateau's 1 m rise reads as a wall; the room's 2.5 m under the roof is headroom.
 const _: () = assert!(STEP < 1.0 && HEADROOM < 2.5);
@@ -285,12 +287,11 @@ fn empty_scenes_and_bad_input() {
 
 #[test]
 fn gpu_draws_the_same_underlay_as_the_cpu() {
-    let Some(gpu) = gpu::gpu_engine() else {
-        return;
-    };
     let cpu = Engine::cpu();
     let room = scene(roofed_room());
-    check_roofed_room(&draw(&gpu, &room));
+    for (_, other) in gpu::twins() {
+        check_roofed_room(&draw(&other, &room));
+    }
     let village = sightline::scene::procedural::village(3, 1);
     let dungeon = sightline::scene::load_obj(
         common::data_dir().join("dungeon.obj"),
@@ -304,20 +305,48 @@ fn gpu_draws_the_same_underlay_as_the_cpu() {
         let px = (hi.x - lo.x).max(hi.z - lo.z) / n as f32;
         let origin = Vec2::new(lo.x, lo.z);
         let a = underlay(&cpu, s, origin, px, n, n).unwrap();
-        let b = underlay(&gpu, s, origin, px, n, n).unwrap();
-        let same = (0..n * n)
-            .filter(|&i| {
-                a.surface[i] == b.surface[i]
-                    && a.cover[i] == b.cover[i]
-                    && a.elevation[i].to_bits() == b.elevation[i].to_bits()
-            })
-            .count();
-        eprintln!("{name}: {same} of {} pixels identical", n * n);
-        assert_eq!(
-            same,
-            n * n,
-            "{name}: the backends trace the same rays bit for bit"
-        );
+        for (twin, other) in gpu::twins() {
+            let b = underlay(&other, s, origin, px, n, n).unwrap();
+            let exact = (0..n * n)
+                .filter(|&i| a.elevation[i].to_bits() == b.elevation[i].to_bits())
+                .count();
+            // By contract: the same classes, heights within the boundary band (a fused
+            // last bit moves a height, never a class, unless a pixel's ray grazes an edge).
+            let same = (0..n * n)
+                .filter(|&i| {
+                    let (x, y) = (a.elevation[i], b.elevation[i]);
+                    let band = 1e-5 * x.abs().max(y.abs()).max(1.0);
+                    a.surface[i] == b.surface[i]
+                        && a.cover[i] == b.cover[i]
+                        && ((x - y).abs() <= band || x.to_bits() == y.to_bits())
+                })
+                .count();
+            eprintln!(
+                "{name}, {twin}: {same} of {} pixels the same by contract, {exact} heights bit \
+                 for bit",
+                n * n
+            );
+            assert!(
+                same * 10_000 >= n * n * 9_999,
+                "{name}, {twin}: another underlay"
+            );
+            // Each pixel that changes class has an edge or coincident faces under it.
+            let tris = contract::triangles(s, Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE));
+            for i in
+                (0..n * n).filter(|&i| a.surface[i] != b.surface[i] || a.cover[i] != b.cover[i])
+            {
+                let c = ground::cell_centre(origin, px, n, i);
+                let ambiguous = [a.elevation[i], b.elevation[i], a.top[i], b.top[i]]
+                    .into_iter()
+                    .filter(|y| y.is_finite())
+                    .any(|y| contract::vertical_ambiguous(&tris, c.x, c.y, y));
+                assert!(
+                    ambiguous,
+                    "{name}, {twin}: pixel {i} at {c} is {:?} {:?} / {:?} {:?} on clear ground",
+                    a.surface[i], a.cover[i], b.surface[i], b.cover[i]
+                );
+            }
+        }
         for k in [Surface::Ground, Surface::Wall] {
             assert!(a.count(k) > n * n / 200, "{name}: {k:?} {}", a.count(k));
         }

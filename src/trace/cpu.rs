@@ -128,6 +128,22 @@ impl RayPrep {
     }
 }
 
+/// An edge function within this share of its larger product reads as exactly 0: the ray lies
+/// on the edge. The plain difference of two rounded products gives +-0 there to both triangles
+/// of a shared edge; a compiler that fuses one product (WGSL allows it) leaves the other's
+/// rounding error instead, of the same sign for both triangles, and a ray along the edge
+/// could slip between them. Read as 0, the test stays watertight however it is rounded.
+pub(crate) const EDGE_SNAP: f32 = f32::EPSILON;
+
+#[inline(always)]
+fn snap_edge(d: f32, p: f32, q: f32) -> f32 {
+    if d.abs() <= EDGE_SNAP * p.abs().max(q.abs()) {
+        0.0
+    } else {
+        d
+    }
+}
+
 /// Watertight test: `Some(t)` for a hit with `0 < t < t_max`, else `None`.
 /// Edges shared by two triangles never leak: at least one of them reports the hit.
 #[must_use]
@@ -143,9 +159,9 @@ pub fn intersect(r: &RayPrep, tri: &GpuTriangle, t_max: f32) -> Option<f32> {
     let (ax, ay) = (r0.dot(a), r1.dot(a));
     let (bx, by) = (r0.dot(b), r1.dot(b));
     let (cx, cy) = (r0.dot(c), r1.dot(c));
-    let u = cx * by - cy * bx;
-    let v = ax * cy - ay * cx;
-    let w = bx * ay - by * ax;
+    let u = snap_edge(cx * by - cy * bx, cx * by, cy * bx);
+    let v = snap_edge(ax * cy - ay * cx, ax * cy, ay * cx);
+    let w = snap_edge(bx * ay - by * ax, bx * ay, by * ax);
     if (u < 0.0 || v < 0.0 || w < 0.0) && (u > 0.0 || v > 0.0 || w > 0.0) {
         return None;
     }
@@ -176,9 +192,9 @@ fn intersect_fused(r: &RayPrep, tri: &GpuTriangle, t_max: f32) -> Option<f32> {
     let (ax, ay) = (f.dot(r0, a), f.dot(r1, a));
     let (bx, by) = (f.dot(r0, b), f.dot(r1, b));
     let (cx, cy) = (f.dot(r0, c), f.dot(r1, c));
-    let u = f.sum2(cx, by, -cy, bx);
-    let v = f.sum2(ax, cy, -ay, cx);
-    let w = f.sum2(bx, ay, -by, ax);
+    let u = snap_edge(f.sum2(cx, by, -cy, bx), cx * by, cy * bx);
+    let v = snap_edge(f.sum2(ax, cy, -ay, cx), ax * cy, ay * cx);
+    let w = snap_edge(f.sum2(bx, ay, -by, ax), bx * ay, by * ax);
     if (u < 0.0 || v < 0.0 || w < 0.0) && (u > 0.0 || v > 0.0 || w > 0.0) {
         return None;
     }

@@ -20,3 +20,17 @@ pub fn gpu_engine_with(options: EngineOptions) -> Option<Engine> {
 pub fn gpu_engine() -> Option<Engine> {
     gpu_engine_with(EngineOptions::default())
 }
+
+/// The engines a cross-backend suite compares with the plain CPU twin: the GPU (when there is
+/// one) and the two fused CPU twins, which round `a * b + c` as a contracting GPU compiler may
+/// (`Fusion`), so the suite's contract is exercised on every machine.
+#[allow(dead_code)]
+pub fn twins() -> Vec<(String, Engine)> {
+    let fused = [sightline::Fusion::First, sightline::Fusion::Last]
+        .map(|f| (format!("fused {f:?}"), Engine::cpu_fused(f)));
+    gpu_engine()
+        .map(|g| ("gpu".to_string(), g))
+        .into_iter()
+        .chain(fused)
+        .collect()
+}
