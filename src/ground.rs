@@ -58,11 +58,24 @@ pub fn ground_grid(
                     .contains(MaterialFlags::WALKABLE)
                     && !(h.normal.y < min_normal_y) =>
             {
-                top - h.t
+                quantise_height(top - h.t)
             }
             _ => f32::NAN,
         })
         .collect())
+}
+
+/// Steps per metre of the grid ground heights are given on ([`quantise_height`]).
+pub const HEIGHT_STEPS: f32 = 1024.0;
+
+/// A ground height on a 1/1024 m grid (exact in `f32` at any height). A height found by a ray
+/// becomes the origin of more rays and the key of cells; a GPU may round its last bits
+/// otherwise than the CPU (fused arithmetic), and on the grid those bits vanish instead of
+/// spreading into every later decision, except for a height within a few ulps of a grid
+/// line. The height moves by at most half a millimetre.
+#[must_use]
+pub fn quantise_height(y: f32) -> f32 {
+    (y * HEIGHT_STEPS).round() / HEIGHT_STEPS
 }
 
 /// Centre (x, z) of cell `i` of a row-major grid `width` cells wide.
@@ -208,7 +221,7 @@ fn peel(
         // Met from the back, a surface faces down: the floor of a solid seen from
         // inside it, or a ceiling. Not something to stand on.
         if f.contains(MaterialFlags::WALKABLE) && h.normal.y >= min_normal_y && !wet && !h.back {
-            found.push((i, y, h.material));
+            found.push((i, quantise_height(y), h.material));
         }
         let water = f.contains(MaterialFlags::WALKABLE) && !solid;
         next.push((i, y - 0.01, (wet || water) && !solid));

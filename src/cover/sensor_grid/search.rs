@@ -393,7 +393,8 @@ impl Search {
             };
             let ray = self.ground_ray(k, i % 2);
             let s = &mut self.sensors[k];
-            s.ground = Some(ray.origin() + ray.dir() * h.t);
+            let g = ray.origin() + ray.dir() * h.t;
+            s.ground = Some(g.with_y(crate::ground::quantise_height(g.y)));
             let walkable = scene.materials()[h.material as usize]
                 .flags
                 .contains(MaterialFlags::WALKABLE);
