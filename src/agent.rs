@@ -79,12 +79,6 @@ impl Agent {
     }
 }
 
-/// Metres by which fit and support tests draw the body inside its radius: geometry exactly one
-/// radius from the axis (a wall on the grid's line, as built levels have) touches the body and
-/// neither blocks nor carries it, whatever the last bits of the arithmetic (a GPU may fuse
-/// it). Without the margin such a segment ends on the wall, where backends may differ.
-pub const CONTACT: f32 = 1e-4;
-
 /// Clearance segments at `ground`: per posture (prone, crouching, standing), the pieces that
 /// must be clear for it to fit, in addition to those of lower postures. Blocked by fire-blocking
 /// geometry ([`crate::Mask::FIRE`]).
@@ -96,8 +90,7 @@ pub fn clearance_segments(agent: &Agent, ground: Vec3, foot: f32) -> [[Segment; 
         // Just under the head, but above any standable slope within one radius.
         let h = (head - 0.05).max(agent.radius * 1.05).min(head);
         let at = ground + Vec3::Y * h;
-        let r = (agent.radius - CONTACT).max(0.0);
-        let (x, z) = (Vec3::X * r, Vec3::Z * r);
+        let (x, z) = (Vec3::X * agent.radius, Vec3::Z * agent.radius);
         let axis = Segment::new(ground + Vec3::Y * low, ground + Vec3::Y * head);
         low = head;
         [
@@ -169,7 +162,7 @@ pub fn disc_clearance(
     foot: f32,
     out: &mut Vec<Segment>,
 ) -> [usize; 3] {
-    let r = (agent.radius - CONTACT).max(0.0);
+    let r = agent.radius;
     let rim: [Vec3; RIM_SIDES] = std::array::from_fn(|k| {
         let a = k as f32 * std::f32::consts::TAU / RIM_SIDES as f32;
         Vec3::new(a.cos(), 0.0, a.sin()) * r

@@ -25,6 +25,14 @@ pub struct EngineOptions {
 }
 
 /// Batched visibility queries over a [`Scene`], on the GPU or the CPU.
+///
+/// The backends agree by contract, not bit for bit (a GPU compiler may fuse `a * b + c`): an
+/// occlusion bit may differ only for a segment within `eps` of a triangle edge or ending within
+/// `eps` of a triangle, and closest hits lie within `eps` of each other along the surface
+/// normal, where `eps` is 1e-5 times the largest coordinate magnitude involved (at least 1 m).
+/// Decisions built on them are identical except at such boundaries. ARCHITECTURE.md,
+/// "Agreement between backends", has the whole contract; [`Engine::cpu_fused`] is a CPU twin
+/// that rounds as a contracting GPU compiler does.
 pub struct Engine {
     gpu: Option<GpuTracer>,
     adapter: Option<String>,

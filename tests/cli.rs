@@ -491,3 +491,38 @@ fn auto_says_which_backend_fits_the_machine() {
         assert!(err.contains("backend: Gpu"), "{err}");
     }
 }
+
+/// `--fused` runs the fused CPU twin, which answers the sensor-grid cover question as the plain
+/// twin does here; on any other backend it is a clear error.
+#[test]
+fn fused_twins_run_under_the_cpu_backend_only() {
+    let cover = |extra: &[&str]| {
+        let mut args = vec![
+            "cover",
+            "--method",
+            "sensor-grid",
+            "--agent=3,0,4",
+            "--observer=20,1.7,20",
+            "--observer=-20,1.7,15",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        sightline(&args)
+    };
+    let plain = cover(&["--backend", "cpu"]);
+    assert!(plain.status.success(), "{}", text(&plain));
+    let choice = |o: &Output| {
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["choice"]["position"].to_string()
+    };
+    for fusion in ["first", "last"] {
+        let fused = cover(&["--backend", "cpu", "--fused", fusion]);
+        assert!(fused.status.success(), "{}", text(&fused));
+        assert_eq!(choice(&fused), choice(&plain), "{fusion}");
+    }
+    for backend in ["gpu", "auto"] {
+        let o = cover(&["--backend", backend, "--fused", "first"]);
+        assert!(!o.status.success());
+        assert!(text(&o).contains("add --backend cpu"), "{}", text(&o));
+    }
+}

@@ -63,7 +63,7 @@ fn capped_error(name: &str, scene: &Scene, pairs: &[IntervisPair]) -> (usize, f3
         n += 1;
         // One pixel of the coarse view stands for about this many of the full one.
         let scale = u.box_pixels as f32 / capped.max_box_pixels as f32;
-        let allowance = MAX_BOX_PIXELS_ERROR * u.exposed as f32 + 2.0 * scale;
+        let allowance = MAX_BOX_PIXELS_ERROR * u.exposed as f32 + 3.0 * scale;
         let dn = (c.exposed as f32 - u.exposed as f32).abs() / allowance;
         let d_o = (c.occlusion - u.occlusion).abs();
         let d_c = (c.contrast - u.contrast).abs();

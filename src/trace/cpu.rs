@@ -1,9 +1,11 @@
 //! CPU twins of `shaders/occluded.wgsl` and `shaders/closest_hit.wgsl`: the same watertight
 //! ray/triangle test (Woop, Benthin, Wald 2013), line for line, and the same leaves, walked
 //! through the four-wide collapse of the tree ([`crate::bvh::WideNode`]) with SSE slab tests and
-//! run in parallel with rayon. Every answer equals the GPU's bit for bit: occlusion is exact,
-//! closest hits break ties by triangle id. They are the reference in tests and the fallback
-//! without an adapter.
+//! run in parallel with rayon. Closest hits break ties by triangle id. Where the GPU compiler
+//! does not contract `a * b + c` (lavapipe) every answer equals the GPU's bit for bit; elsewhere
+//! they agree by the contract in ARCHITECTURE.md ("Agreement between backends"), and the fused
+//! twins ([`Fusion`]) round as a contracting compiler would. They are the reference in tests
+//! and the fallback without an adapter.
 
 use super::{HitRecord, Occlusion, Ray, Segment, NO_HIT};
 use crate::bvh::{GpuTriangle, WideNode};
