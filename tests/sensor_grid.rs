@@ -12,6 +12,7 @@ use scenes::{cuboid, ground, materials, FOLIAGE, GLASS, GROUND, SOLID};
 use sightline::cover::sensor_grid::{
     find_cover, representative_viewpoints, CoverAnswer, CoverQuery, SensorFate, SensorGridParams,
 };
+use sightline::cover::verify::Check;
 use sightline::cover::{Agent, Posture};
 use sightline::scene::procedural;
 use sightline::trace::{Hit, Ray, SplitMix64};
@@ -855,41 +856,49 @@ fn a_posture_change_names_the_observer_that_sees() {
     }
 }
 
-/// `n` agents on walkable ground of `scene` within `span` of the origin, sharing four
-/// observers 12-25 m out, half of them asking for concealment and half for cover.
-fn village_batch(engine: &Engine, scene: &Scene, n: usize, span: f32) -> Vec<CoverQuery> {
+/// `n` agents on walkable ground of `scene` (found from above), sharing four observers 12-25 m
+/// from its centre, half of them asking for concealment and half for cover.
+fn batch(engine: &Engine, scene: &Scene, n: usize) -> Vec<CoverQuery> {
     let mut rng = SplitMix64(17);
-    let down = |p: Vec3| {
-        engine
-            .closest_hit(scene, &[Ray::new(p, Vec3::NEG_Y, 60.0)], Mask::ANY_SOLID)
-            .unwrap()[0]
-    };
-    let ground_at = |rng: &mut SplitMix64| loop {
-        let p = Vec3::new(rng.range(-span, span), 30.0, rng.range(-span, span));
-        let walkable = |h: &Hit| {
+    let (lo, hi) = scene.bounds().unwrap();
+    let down = |x: f32, z: f32| {
+        let top = Vec3::new(x, hi.y + 1.0, z);
+        let ray = Ray::new(top, Vec3::NEG_Y, hi.y - lo.y + 2.0);
+        let h = engine.closest_hit(scene, &[ray], Mask::ANY_SOLID).unwrap()[0];
+        h.filter(|h| {
             !h.back
                 && h.normal.y > 0.8
                 && scene.materials()[h.material as usize]
                     .flags
                     .contains(MaterialFlags::WALKABLE)
-        };
-        if let Some(h) = down(p).filter(walkable) {
-            return p - Vec3::Y * h.t;
-        }
+        })
+        .map(|h| top - Vec3::Y * h.t)
     };
+    let centre = (lo + hi) * 0.5;
     let observers: Vec<Vec3> = (0..4)
         .map(|k| {
             let a = k as f32 * std::f32::consts::FRAC_PI_2 + 0.4;
-            let far = Vec3::new(a.cos(), 0.0, a.sin()) * rng.range(12.0, 25.0) + Vec3::Y * 30.0;
-            far.with_y(down(far).map_or(0.0, |h| far.y - h.t) + 1.7)
+            let at = centre + Vec3::new(a.cos(), 0.0, a.sin()) * rng.range(12.0, 25.0);
+            down(at.x, at.z).unwrap_or(at) + Vec3::Y * 1.7
         })
         .collect();
-    (0..n)
-        .map(|k| {
-            let mask = if k % 2 == 0 { Mask::SIGHT } else { Mask::FIRE };
-            query(ground_at(&mut rng), &observers, mask)
-        })
-        .collect()
+    let mut out = Vec::new();
+    for _ in 0..n * 1000 {
+        if out.len() == n {
+            break;
+        }
+        let Some(g) = down(rng.range(lo.x, hi.x), rng.range(lo.z, hi.z)) else {
+            continue;
+        };
+        let mask = if out.len() % 2 == 0 {
+            Mask::SIGHT
+        } else {
+            Mask::FIRE
+        };
+        out.push(query(g, &observers, mask));
+    }
+    assert_eq!(out.len(), n, "not enough walkable ground");
+    out
 }
 
 /// On the GPU a batch of any size costs three waits, verification included: ground and
@@ -900,13 +909,18 @@ fn village_batch(engine: &Engine, scene: &Scene, n: usize, span: f32) -> Vec<Cov
 #[test]
 fn the_sensor_grid_waits_three_times_per_batch_verification_included() {
     let Some(gpu) = gpu::gpu_engine() else { return };
-    let scene = procedural::village(1, 1);
-    let all = village_batch(&gpu, &scene, 200, 25.0);
+    for (scene, n) in [(procedural::village(1, 1), 200), (dungeon(), 400)] {
+        let all = batch(&gpu, &scene, n);
+        waits_three_times(&gpu, &scene, &all);
+    }
+}
+
+fn waits_three_times(gpu: &Engine, scene: &Scene, all: &[CoverQuery]) {
     for params in [SensorGridParams::standard(), SensorGridParams::verified()] {
-        for n in [1, 40, 200] {
+        for n in [1, 40, all.len()] {
             let queries = &all[..n];
             let before = gpu.counters().total;
-            let answers = find_cover(&gpu, &scene, queries, &params).unwrap();
+            let answers = find_cover(gpu, scene, queries, &params).unwrap();
             let d = gpu.counters().total.since(&before);
             assert!(
                 d.waits <= 3 && d.submissions <= 3,
@@ -921,21 +935,49 @@ fn the_sensor_grid_waits_three_times_per_batch_verification_included() {
             if !params.verify || n == 1 {
                 continue;
             }
-            let cpu = find_cover(&Engine::cpu(), &scene, queries, &params).unwrap();
-            let mut rejected = 0;
+            let cpu = find_cover(&Engine::cpu(), scene, queries, &params).unwrap();
+            let (mut rejected, mut by_pixels) = (0, 0);
             for (g, c) in answers.iter().zip(&cpu) {
                 rejected += g.rejected.len();
-                let (a, b) = (&g.choice, &c.choice);
-                assert_eq!(a.is_some(), b.is_some(), "{a:?} / {b:?}");
-                let (Some(a), Some(b)) = (a, b) else { continue };
-                assert_eq!((a.sensor, a.posture), (b.sensor, b.posture));
-                assert!(a.position.distance(b.position) <= 1e-3, "{a:?} / {b:?}");
-                assert!((a.path_length - b.path_length).abs() <= 1e-3);
-                assert!(a.exposure.as_ref().unwrap().iter().all(|&x| x == 0.0));
-                assert!(a.intervis_exposed.as_ref().unwrap().iter().all(|&x| x == 0));
+                if let Some(a) = &g.choice {
+                    assert!(a.exposure.as_ref().unwrap().iter().all(|&x| x == 0.0));
+                    assert!(a.intervis_exposed.as_ref().unwrap().iter().all(|&x| x == 0));
+                }
+                let pick = |x: &CoverAnswer| x.choice.as_ref().map(|c| (c.sensor, c.posture));
+                if pick(g) == pick(c) {
+                    let (Some(a), Some(b)) = (&g.choice, &c.choice) else {
+                        continue;
+                    };
+                    assert!(a.position.distance(b.position) <= 1e-3, "{a:?} / {b:?}");
+                    assert!((a.path_length - b.path_length).abs() <= 1e-3);
+                    continue;
+                }
+                // The stencil pass and its ray-cast twin agree on pixel counts by contract, not
+                // pixel for pixel: where the choices differ, one backend's humanoid showed a
+                // pixel or two of a spot the other chose, and nothing else differed.
+                let turned_down = |x: &CoverAnswer, y: &CoverAnswer| {
+                    y.choice.as_ref().is_some_and(|c| {
+                        x.rejected.iter().any(|r| {
+                            r.by == Check::Intervis
+                                && r.position.distance(c.position) <= 1e-3
+                                && r.exposed.iter().sum::<u32>() <= 4
+                        })
+                    })
+                };
+                assert!(
+                    turned_down(g, c) || turned_down(c, g),
+                    "gpu {:?} / cpu {:?}",
+                    g.choice,
+                    c.choice
+                );
+                by_pixels += 1;
             }
             assert!(found * 10 >= n, "{n} queries, only {found} found cover");
-            eprintln!("  the CPU agrees; {rejected} candidates turned down");
+            assert!(by_pixels * 10 <= n, "{by_pixels} of {n} choices differ");
+            eprintln!(
+                "  the CPU agrees but for {by_pixels} choices a few intervis pixels decided; \
+                 {rejected} candidates turned down"
+            );
         }
     }
 }

@@ -197,8 +197,9 @@ pub struct CoverAnswer {
 /// Answers many cover queries with three batched engine calls however many queries there
 /// are (ground and waypoint hops; visibility, clearance and straight access; two-segment
 /// access), each one submission and one wait on the GPU. With `verify` the GPU's candidates
-/// ride in the last call ([`checks`]); the CPU checks them lazily after it. Backends give
-/// identical answers.
+/// ride in the last call ([`checks`]) while their body samples stay within a bound (some
+/// 1,800 agents with 4 observers on `dungeon.obj`; more cost a wait per verification round);
+/// the CPU checks them lazily after it. Backends agree by the contract in ARCHITECTURE.md.
 pub fn find_cover(
     engine: &Engine,
     scene: &Scene,
