@@ -913,11 +913,7 @@ impl GpuTracer {
 
     /// [`GpuTracer::run_all`] with more work in the same submission: `more` (its counter op
     /// and what it encodes) is recorded after the passes, so one wait covers both.
-    pub(crate) fn run_all_with(
-        &self,
-        passes: &[TracePass],
-        more: Option<(&'static str, &dyn Fn(&mut wgpu::CommandEncoder))>,
-    ) -> Result<()> {
+    pub(crate) fn run_all_with(&self, passes: &[TracePass], more: Option<MoreWork>) -> Result<()> {
         let traced = passes.iter().find(|p| !p.slices.is_empty());
         let op = match (traced, &more) {
             (Some(p), _) => p.kind.op(),
@@ -1061,6 +1057,10 @@ fn trace_bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout {
 }
 
 /// Encodes work into a new encoder, submits it and reports validation errors and GPU memory
+/// Work encoded after the trace passes of one submission ([`GpuTracer::run_all_with`]): its
+/// counter operation and what it records.
+pub(crate) type MoreWork<'a> = (&'static str, &'a dyn Fn(&mut wgpu::CommandEncoder));
+
 /// exhaustion as errors (`what` names the work, `oom_fix` says what to lower).
 pub(crate) fn submit_checked(
     tracer: &GpuTracer,

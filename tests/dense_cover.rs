@@ -439,19 +439,27 @@ fn seen_agents(engine: &Engine, scene: &Scene, n: usize, seed: u64, span: f32) -
     out
 }
 
+/// The search of the agreement tests: 6 m, judged by the body sample alone (the intervis
+/// measurement's two backends agree by contract, not pixel for pixel).
+fn agreement_params() -> DenseParams {
+    DenseParams {
+        radius: 6.0,
+        verify_intervis: false,
+        ..DenseParams::standard()
+    }
+}
+
+fn dungeon() -> Scene {
+    sightline::scene::load(common::data_dir().join("dungeon.obj"), &Default::default())
+        .unwrap()
+        .0
+}
+
 #[test]
 fn gpu_and_cpu_choices_agree_on_real_levels() {
     let Some(gpu) = gpu::gpu_engine() else { return };
     let cpu = Engine::cpu();
-    let params = DenseParams {
-        radius: 6.0,
-        verify_intervis: false,
-        ..DenseParams::standard()
-    };
-    let dungeon =
-        sightline::scene::load(common::data_dir().join("dungeon.obj"), &Default::default())
-            .unwrap()
-            .0;
+    let (params, dungeon) = (agreement_params(), dungeon());
     let mut total = 0;
     // (Agents stand on floors, not on the backs of ceilings: in the dungeon's open rooms few
     // have cover within 6 m.)
@@ -489,15 +497,7 @@ fn gpu_and_cpu_choices_agree_on_real_levels() {
 #[test]
 fn fused_twins_choose_as_the_plain_twin_on_6000_agents() {
     let cpu = Engine::cpu();
-    let params = DenseParams {
-        radius: 6.0,
-        verify_intervis: false,
-        ..DenseParams::standard()
-    };
-    let dungeon =
-        sightline::scene::load(common::data_dir().join("dungeon.obj"), &Default::default())
-            .unwrap()
-            .0;
+    let (params, dungeon) = (agreement_params(), dungeon());
     let scenes = [
         ("village", procedural::village(1, 1), 15.0),
         ("dungeon", dungeon, 8.0),

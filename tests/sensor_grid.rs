@@ -15,7 +15,7 @@ use sightline::cover::sensor_grid::{
 use sightline::cover::verify::Check;
 use sightline::cover::{Agent, Posture};
 use sightline::scene::procedural;
-use sightline::trace::{Hit, Ray, SplitMix64};
+use sightline::trace::{Ray, SplitMix64};
 use sightline::{Engine, Fusion, Mask, MaterialFlags, Mesh, Mobility, Scene};
 
 fn engines() -> Vec<Engine> {

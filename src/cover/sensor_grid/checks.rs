@@ -213,8 +213,9 @@ fn candidates(a: &CoverAnswer) -> Vec<usize> {
 /// certainly precede is never tried and is left out. Stops adding queries' candidates at
 /// [`SPECULATION_SEGMENTS`] body segments.
 pub fn speculative(search: &Search) -> Vec<Ask> {
-    let mut per_query: Vec<Vec<(f32, usize, bool, Vec3, [bool; 3])>> =
-        vec![Vec::new(); search.queries.len()];
+    // Per query: (path length or its bound, sensor, reached straight, ground, hidden).
+    type Candidate = (f32, usize, bool, Vec3, [bool; 3]);
+    let mut per_query: Vec<Vec<Candidate>> = vec![Vec::new(); search.queries.len()];
     for s in &search.sensors {
         let (Some(g), true, Some(_)) = (s.ground, s.standable, s.fit) else {
             continue;

@@ -40,6 +40,10 @@ pub fn run(engine: &Engine, scene: &Scene, jobs: &[Job]) -> Result<Vec<Outcome>>
     Ok(run_with(engine, scene, jobs, &[], &[])?.0)
 }
 
+/// What [`run_with`] returns: the jobs' outcomes, the extra segments' occlusion bits and the
+/// intervis calls' records.
+pub type RunOut = (Vec<Outcome>, Vec<bool>, Vec<Vec<IntervisRecord>>);
+
 /// [`run`] with more segments and intervis calls riding along, all in one engine call
 /// ([`measure_and_trace`]: one submission and one wait on the GPU). Returns the jobs'
 /// outcomes, the extra segments' occlusion bits and the calls' records.
@@ -49,7 +53,7 @@ pub fn run_with(
     jobs: &[Job],
     more: &[(Segment, Mask)],
     calls: &[(&[IntervisPair], IntervisParams)],
-) -> Result<(Vec<Outcome>, Vec<bool>, Vec<Vec<IntervisRecord>>)> {
+) -> Result<RunOut> {
     let mut out = vec![Outcome::Blocked(false); jobs.len()];
     let (mut rays, mut ray_at) = (Vec::new(), Vec::new());
     let (mut segs, mut seg_at) = (Vec::new(), Vec::new());

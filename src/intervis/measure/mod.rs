@@ -286,8 +286,7 @@ pub fn measure_and_trace(
             p.encode(tracer, e);
         }
     };
-    let more: Option<(&'static str, &dyn Fn(&mut wgpu::CommandEncoder))> =
-        (!passes.is_empty()).then_some((pass::OP, &encode));
+    let more: Option<crate::gpu::MoreWork> = (!passes.is_empty()).then_some((pass::OP, &encode));
     tracer.run_all_with(&trace, more)?;
     // One wait: for the trace passes when they have GPU work, else for the first drawing
     // intervis pass; every other read finds the submission done.
