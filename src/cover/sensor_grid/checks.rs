@@ -214,8 +214,8 @@ fn candidates(a: &CoverAnswer) -> Vec<usize> {
 /// [`SPECULATION_SEGMENTS`] body segments.
 pub fn speculative(search: &Search) -> Vec<Ask> {
     // Per query: (path length or its bound, sensor, reached straight, ground, hidden).
-    type Candidate = (f32, usize, bool, Vec3, [bool; 3]);
-    let mut per_query: Vec<Vec<Candidate>> = vec![Vec::new(); search.queries.len()];
+    type HiddenSensor = (f32, usize, bool, Vec3, [bool; 3]);
+    let mut per_query: Vec<Vec<HiddenSensor>> = vec![Vec::new(); search.queries.len()];
     for s in &search.sensors {
         let (Some(g), true, Some(_)) = (s.ground, s.standable, s.fit) else {
             continue;

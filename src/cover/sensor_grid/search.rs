@@ -136,8 +136,8 @@ enum Part {
 #[derive(Clone, Debug)]
 struct Owners {
     part: Part,
-    /// Index of the part's first job in the step.
-    start: usize,
+    /// The part's jobs in the step.
+    jobs: std::ops::Range<usize>,
     sensor: Vec<usize>,
     posture: Vec<usize>,
     key: Vec<(usize, usize, usize)>,
@@ -147,7 +147,7 @@ impl Owners {
     fn new(part: Part, start: usize) -> Owners {
         Owners {
             part,
-            start,
+            jobs: start..start,
             sensor: Vec::new(),
             posture: Vec::new(),
             key: Vec::new(),
@@ -232,6 +232,7 @@ impl Search {
                     Part::Straight => self.plan_straight(&mut jobs, &mut owners),
                     Part::LastSegment => self.plan_last_segment(&mut jobs, &mut owners),
                 }
+                owners.jobs.end = jobs.len();
                 owners
             })
             .collect();
@@ -366,8 +367,7 @@ impl Search {
     /// the next step.
     pub fn apply(&mut self, out: &[Option<Outcome>], scene: &Scene) {
         for owners in std::mem::take(&mut self.parts) {
-            let n = owners.sensor.len().max(owners.key.len());
-            let out = &out[owners.start..owners.start + n];
+            let out = &out[owners.jobs.clone()];
             match owners.part {
                 Part::Ground => self.apply_ground(&owners, out, scene),
                 Part::Waypoints => self.apply_waypoints(&owners, out),
