@@ -260,3 +260,117 @@ pub fn outside_solids(
     }
     Ok(out)
 }
+
+/// Columns per side of the grid [`survey`] traces.
+const SURVEY_SIDE: usize = 64;
+
+/// What lies on top of a scene, seen from above: the first surface under each column of a
+/// coarse grid over the scene's footprint ([`survey`]). Names the cause when a walk surface,
+/// a nav graph or an underlay comes out (nearly) empty.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroundSurvey {
+    /// Columns traced.
+    pub columns: usize,
+    /// Columns with a surface under them.
+    pub hit: usize,
+    /// Top surfaces met from the back: facing down, as in a level wound clockwise.
+    pub facing_down: usize,
+    /// Top surfaces, met from the front, whose material is not walkable.
+    pub not_walkable: usize,
+    /// Walkable top surfaces met from the front but steeper than the slope limit.
+    pub too_steep: usize,
+    /// Walkable, standable top surfaces.
+    pub standable: usize,
+}
+
+impl GroundSurvey {
+    /// Most top surfaces face down: the scene is wound clockwise or inside out.
+    #[must_use]
+    pub fn inside_out(&self) -> bool {
+        2 * self.facing_down > self.hit
+    }
+
+    /// The likeliest reason the scene has little ground to stand on, in words that say what to
+    /// change.
+    #[must_use]
+    pub fn cause(&self) -> String {
+        let of = |n: usize| format!("{n} of {} columns", self.hit);
+        if self.hit == 0 {
+            "nothing lies under the scene's footprint".to_string()
+        } else if self.inside_out() {
+            format!(
+                "{} meet the scene's top surface from its back: its faces point down and inward, \
+                 as in a level wound clockwise (DirectX) or inside out; load it with --winding \
+                 auto (the default) or --winding cw (library: LoadOptions::winding)",
+                of(self.facing_down)
+            )
+        } else if 2 * self.not_walkable > self.hit {
+            format!(
+                "{} find a top surface whose material is not walkable: check the material rules \
+                 (MaterialRules) against the file's material names",
+                of(self.not_walkable)
+            )
+        } else if 2 * self.too_steep > self.hit {
+            format!(
+                "{} find a top surface steeper than the slope limit: is the mesh Z-up (--z-up \
+                 converts it)?",
+                of(self.too_steep)
+            )
+        } else {
+            format!(
+                "{} find standable ground on top, so the agent does not fit (head room, step \
+                 height) or the spacing is too coarse for the level's scale (is it in metres?)",
+                of(self.standable)
+            )
+        }
+    }
+}
+
+/// Traces a [`SURVEY_SIDE`]-square grid of downward rays over the scene's footprint and sorts
+/// the first surface under each ([`GroundSurvey`]).
+pub fn survey(engine: &Engine, scene: &Scene, max_slope: f32) -> Result<GroundSurvey> {
+    let Some((lo, hi)) = scene.bounds() else {
+        return Ok(GroundSurvey::default());
+    };
+    let size = Vec2::new(hi.x - lo.x, hi.z - lo.z).max(Vec2::splat(1e-3));
+    let top = hi.y + 1.0;
+    let rays: Vec<Ray> = (0..SURVEY_SIDE * SURVEY_SIDE)
+        .map(|i| {
+            let f = (Vec2::new((i % SURVEY_SIDE) as f32, (i / SURVEY_SIDE) as f32) + 0.5)
+                / SURVEY_SIDE as f32;
+            let c = Vec2::new(lo.x, lo.z) + f * size;
+            Ray::new(Vec3::new(c.x, top, c.y), Vec3::NEG_Y, top - lo.y + 1.0)
+        })
+        .collect();
+    let all = Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
+    let mut s = GroundSurvey {
+        columns: rays.len(),
+        ..GroundSurvey::default()
+    };
+    for h in engine.closest_hit(scene, &rays, all)?.into_iter().flatten() {
+        s.hit += 1;
+        let walkable = scene.materials()[h.material as usize]
+            .flags
+            .contains(MaterialFlags::WALKABLE);
+        let bin = if h.back {
+            &mut s.facing_down
+        } else if !walkable {
+            &mut s.not_walkable
+        } else if h.normal.y < max_slope.cos() {
+            &mut s.too_steep
+        } else {
+            &mut s.standable
+        };
+        *bin += 1;
+    }
+    Ok(s)
+}
+
+/// [`survey`], with a warning (`log`) when the scene's top surface mostly faces down.
+pub fn survey_warn(engine: &Engine, scene: &Scene, max_slope: f32) -> Result<GroundSurvey> {
+    let s = survey(engine, scene, max_slope)?;
+    if s.inside_out() {
+        log::warn!("the scene reads as inside out: {}", s.cause());
+    }
+    Ok(s)
+}

@@ -154,6 +154,7 @@ pub fn underlay(
     let Some((lo, hi)) = scene.bounds().filter(|_| n > 0) else {
         return Ok(out);
     };
+    crate::ground::survey_warn(engine, scene, STEEP)?;
     let (sky, floor) = (hi.y + 1.0, lo.y - 1.0);
     let all = Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
     let centre = |i: usize| crate::ground::cell_centre(origin, pixel, width, i);

@@ -3,7 +3,9 @@
 mod common;
 
 use glam::Vec3;
-use sightline::scene::{load_gltf, load_obj, LoadOptions, LoadReport, MaterialRules, UpAxis};
+use sightline::scene::{
+    load_gltf, load_obj, LoadOptions, LoadReport, MaterialRules, UpAxis, Winding,
+};
 use sightline::{Error, MaterialFlags, Scene};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -505,6 +507,15 @@ fn quad_gltf(buffer: &str, index_count: usize) -> String {
     )
 }
 
+/// Options that read the file's winding as written: these test quads face down with nothing
+/// under them, which [`Winding::Auto`] would turn over.
+fn as_written() -> LoadOptions {
+    LoadOptions {
+        winding: Winding::Ccw,
+        ..LoadOptions::default()
+    }
+}
+
 fn check_quad_scene(scene: &Scene, report: &LoadReport) {
     assert_eq!(
         (report.triangles, report.skipped, report.objects),
@@ -535,8 +546,7 @@ fn gltf_node_transforms_and_materials_are_applied() {
     let dir = TempDir::new("gltf");
     dir.write("quad.bin", quad_bin());
     let path = dir.write("quad.gltf", quad_gltf(r#""uri": "quad.bin","#, 6));
-    let (scene, report) =
-        load_gltf(&path, &LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let (scene, report) = load_gltf(&path, &as_written()).unwrap_or_else(|e| panic!("{e}"));
     check_quad_scene(&scene, &report);
 }
 
@@ -559,8 +569,7 @@ fn glb_loads_like_gltf() {
     glb.extend(b"BIN\0");
     glb.extend(&bin);
     let path = dir.write("quad.glb", glb);
-    let (scene, report) =
-        load_gltf(&path, &LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let (scene, report) = load_gltf(&path, &as_written()).unwrap_or_else(|e| panic!("{e}"));
     check_quad_scene(&scene, &report);
 }
 
@@ -802,8 +811,7 @@ fn gltf_sparse_accessors_are_checked_and_applied() {
         INDEXED,
     );
     let path = dir.write("sparse_ok.gltf", json);
-    let (scene, report) =
-        load_gltf(&path, &LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let (scene, report) = load_gltf(&path, &as_written()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(report.triangles, 2);
     assert_eq!(scene.world_triangles()[0].0[2], Vec3::new(1.0, 3.0, 1.0));
 

@@ -69,14 +69,7 @@ impl WalkSurface {
                 agent: params.sample.agent,
             },
         )?;
-        if fine.len() == 0 {
-            return Err(Error::InvalidInput(format!(
-                "the scene has no walkable place where the agent fits ({} walkable surfaces, {} \
-                 without room): check that its materials are walkable (MaterialRules), that the \
-                 mesh is Y-up (--z-up converts a Z-up file) and in metres",
-                fine.floors, fine.no_room
-            )));
-        }
+        check_not_empty(engine, scene, params, &fine)?;
         let axis = (0..fine.len() as u32)
             .map(|i| {
                 let (c, y) = (fine.column_of(i), fine.pos[i as usize].y);
@@ -212,4 +205,34 @@ impl WalkSurface {
             total,
         }
     }
+}
+
+/// Places per footprint column below which a walk surface reads as nearly empty.
+const NEARLY_EMPTY: f64 = 0.01;
+
+/// An error when the surface has no place, a warning when it has almost none for the scene's
+/// footprint, or when the scene's top surface mostly faces down; each names the likeliest
+/// cause ([`crate::ground::survey`]).
+fn check_not_empty(engine: &Engine, scene: &Scene, params: &NavParams, fine: &Fine) -> Result<()> {
+    let columns = scene.bounds().map_or(0.0, |(lo, hi)| {
+        let s = params.sample.spacing as f64;
+        ((hi.x - lo.x) as f64 / s).ceil().max(1.0) * ((hi.z - lo.z) as f64 / s).ceil().max(1.0)
+    });
+    let cause = crate::ground::survey_warn(engine, scene, params.sample.max_slope)?.cause();
+    if fine.len() as f64 >= NEARLY_EMPTY * columns && fine.len() > 0 {
+        return Ok(());
+    }
+    if fine.len() == 0 {
+        return Err(Error::InvalidInput(format!(
+            "the scene has no walkable place where the agent fits ({} walkable surfaces, {} \
+             without room): {cause}",
+            fine.floors, fine.no_room
+        )));
+    }
+    log::warn!(
+        "the walk surface is nearly empty ({} places over {columns} columns of the scene's \
+         footprint): {cause}",
+        fine.len()
+    );
+    Ok(())
 }

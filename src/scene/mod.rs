@@ -9,7 +9,9 @@ mod load;
 mod material;
 pub mod procedural;
 
-pub use load::{load, load_gltf, load_obj, LoadOptions, LoadReport, UpAxis};
+pub use load::{
+    load, load_gltf, load_obj, LoadOptions, LoadReport, UpAxis, Winding, WindingReport,
+};
 pub use material::{Mask, Material, MaterialFlags, MaterialRules};
 
 use crate::bvh::{Bvh, BvhNode, GpuTriangle};

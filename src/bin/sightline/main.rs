@@ -5,7 +5,7 @@ mod stats;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use glam::Vec3;
-use sightline::scene::{self, procedural, LoadOptions, UpAxis};
+use sightline::scene::{self, procedural, LoadOptions, UpAxis, Winding};
 use sightline::viewshed::{viewshed, CellState, ViewshedParams};
 use sightline::{Engine, Fusion, Mask, Scene};
 use std::io::{BufWriter, Write};
@@ -61,6 +61,10 @@ struct SceneArgs {
     /// The mesh file is Z-up (converted to the engine's +Y up).
     #[arg(long)]
     z_up: bool,
+    /// Which way the mesh file's fronts are wound: auto (flip a clockwise file, and any part
+    /// that is inside out, and say so), ccw (OpenGL, Recast, glTF) or cw (DirectX).
+    #[arg(long, default_value = "auto")]
+    winding: Winding,
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
     /// With `--backend cpu`: fuse the triangle test's `a * b + c` as a contracting GPU compiler
@@ -523,6 +527,7 @@ fn load_or_generate(a: &SceneArgs) -> AnyResult<Scene> {
     }
     let opts = LoadOptions {
         up: if a.z_up { UpAxis::Z } else { UpAxis::Y },
+        winding: a.winding,
         ..Default::default()
     };
     let (scene, report) = scene::load(&a.scene, &opts)?;

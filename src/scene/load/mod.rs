@@ -16,9 +16,11 @@
 
 mod gltf;
 mod obj;
+mod winding;
 
 pub use self::gltf::load_gltf;
 pub use self::obj::load_obj;
+pub use self::winding::{Winding, WindingReport};
 
 use super::{Material, MaterialRules, Mesh, Scene};
 use crate::limits::MAX_COORDINATE;
@@ -46,6 +48,9 @@ pub struct LoadOptions {
     pub up: UpAxis,
     /// Metres per file unit (0.01 for centimetres). Applied after the axis conversion.
     pub scale: f32,
+    /// Which way the file's fronts are wound; [`Winding::Auto`] turns inside-out files and
+    /// parts the right way out and reports it in [`LoadReport::winding`].
+    pub winding: Winding,
 }
 
 impl Default for LoadOptions {
@@ -54,6 +59,7 @@ impl Default for LoadOptions {
             rules: MaterialRules::standard(),
             up: UpAxis::Y,
             scale: 1.0,
+            winding: Winding::Auto,
         }
     }
 }
@@ -78,8 +84,11 @@ pub struct LoadReport {
     /// OBJ: `o`/`g` sections with faces (1 if the file has faces but no sections);
     /// glTF: node instances of meshes.
     pub objects: usize,
-    /// Things worth telling the user that did not stop the load (missing `.mtl`, ...).
+    /// Things worth telling the user that did not stop the load (missing `.mtl`, triangles
+    /// flipped to face the right way, ...).
     pub warnings: Vec<String>,
+    /// Which parts of the file read as inside out, and what was flipped.
+    pub winding: WindingReport,
 }
 
 impl fmt::Display for LoadReport {
@@ -292,6 +301,10 @@ impl<'a> Builder<'a> {
         }
         if r.skipped > 0 {
             log::info!("{}: skipped {} non-triangle elements", r.path, r.skipped);
+        }
+        r.winding = winding::orient(&mut self.mesh, &self.materials, self.options.winding);
+        if let Some(flipped) = self.report.winding.describe() {
+            self.warn(flipped);
         }
         let scene = Scene::from_mesh(self.mesh, self.materials)
             .map_err(|e| load_error(self.path, e.to_string()))?;
