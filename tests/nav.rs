@@ -1790,3 +1790,41 @@ fn bad_parameters_and_scenes_are_errors_that_say_what_to_change() {
     assert_eq!(g.edges().len(), 1);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Every built-in scene is one walkable network at ground level: its largest component holds
+/// at least 98% of the nodes with nothing under them (roofs without stairs and upper storeys
+/// stand over other nodes and are reported apart), over three seeds each.
+#[test]
+fn built_in_scenes_reach_their_ground_from_one_network() {
+    let engine = Engine::cpu();
+    for name in procedural::NAMES {
+        for seed in 1..=3 {
+            let scene = procedural::by_name(name, seed, 1).unwrap();
+            let (g, _) = generate(&engine, &scene, &NavParams::standard());
+            let c = g.components();
+            let ground = g.ground_level();
+            let (best, share) = c.best_share(&ground);
+            let high: Vec<u32> = (0..g.len())
+                .filter(|&i| !ground[i] && c.label[i] != best)
+                .map(|i| i as u32)
+                .collect();
+            println!(
+                "{name} seed {seed}: {:.2} % of {} ground-level nodes in one network; {} nodes \
+                 over others (roofs without stairs) apart from it",
+                100.0 * share,
+                ground.iter().filter(|&&b| b).count(),
+                high.len()
+            );
+            let cut_off: Vec<Vec3> = (0..g.len())
+                .filter(|&i| ground[i] && c.label[i] != best)
+                .map(|i| g.nodes()[i])
+                .collect();
+            assert!(
+                share >= 0.98,
+                "{name} seed {seed}: {:.2} %; cut off: {:?}",
+                100.0 * share,
+                &cut_off[..cut_off.len().min(20)]
+            );
+        }
+    }
+}

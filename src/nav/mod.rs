@@ -32,7 +32,7 @@ use crate::agent::Agent;
 use crate::scene::Scene;
 use crate::tables::{self, PrecomputeParams, SampleParams, TableFile};
 use crate::{Engine, Error, Result};
-use glam::Vec3;
+use glam::{Vec3, Vec3Swizzles};
 
 /// How [`generate`] and [`connect`] build a graph.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -399,6 +399,33 @@ impl NavGraph {
 }
 
 impl NavGraph {
+    /// Whether each node stands at ground level: no node lies within 1.5 m of it horizontally
+    /// and more than a metre below (as one does under a roof, an upper storey or a wall top).
+    #[must_use]
+    pub fn ground_level(&self) -> Vec<bool> {
+        const NEAR: f32 = 1.5;
+        let key = |p: Vec3| ((p.x / NEAR).floor() as i64, (p.z / NEAR).floor() as i64);
+        let mut cells: std::collections::HashMap<(i64, i64), Vec<u32>> = Default::default();
+        for (i, &p) in self.nodes.iter().enumerate() {
+            cells.entry(key(p)).or_default().push(i as u32);
+        }
+        (self.nodes.iter())
+            .map(|&p| {
+                let (cx, cz) = key(p);
+                !(cx - 1..=cx + 1).any(|x| {
+                    (cz - 1..=cz + 1).any(|z| {
+                        cells.get(&(x, z)).is_some_and(|v| {
+                            v.iter().any(|&j| {
+                                let q = self.nodes[j as usize];
+                                q.y < p.y - 1.0 && (q - p).xz().length() <= NEAR
+                            })
+                        })
+                    })
+                })
+            })
+            .collect()
+    }
+
     /// The graph of the nodes where `keep` holds (in their order) and the edges between them,
     /// with each kept node's index in `self`.
     pub fn subgraph(
@@ -436,6 +463,23 @@ pub struct Components {
 }
 
 impl Components {
+    /// The component holding most of the nodes where `mask` holds, and that share of them
+    /// (`(0, 1.0)` when none does): with [`NavGraph::ground_level`], how much of the ground
+    /// one network reaches.
+    #[must_use]
+    pub fn best_share(&self, mask: &[bool]) -> (u32, f64) {
+        let mut count = vec![0u64; self.sizes.len()];
+        for (&l, _) in self.label.iter().zip(mask).filter(|(_, &m)| m) {
+            count[l as usize] += 1;
+        }
+        let total: u64 = count.iter().sum();
+        let best = (0..count.len()).max_by_key(|&c| (count[c], std::cmp::Reverse(c)));
+        match best {
+            Some(c) if total > 0 => (c as u32, count[c] as f64 / total as f64),
+            _ => (0, 1.0),
+        }
+    }
+
     /// Share of the nodes in the largest component (1 for an empty graph).
     #[must_use]
     pub fn largest_share(&self) -> f64 {

@@ -3,7 +3,7 @@
 
 use crate::nav_cmd::bounds;
 use crate::picture::{self, legend, legend::Key, palette, Canvas};
-use crate::tpm_cmd::nearest;
+use crate::tpm_cmd::{nearest, nearest_where};
 use crate::AnyResult;
 use glam::Vec3;
 use image::{Rgb, RgbImage};
@@ -113,25 +113,7 @@ pub fn run(
     );
     let g = world.graph();
     let nodes = g.nodes();
-    let start = nearest(g, a.from);
-    let comps = g.components();
-    let reach = |i: u32| comps.label[i as usize] == comps.label[start as usize];
-    let goal = nearest(g, a.to);
-    if !reach(goal) {
-        let alt = (0..g.len() as u32)
-            .filter(|&i| reach(i))
-            .min_by(|&x, &y| {
-                flat(nodes[x as usize], a.to).total_cmp(&flat(nodes[y as usize], a.to))
-            })
-            .unwrap_or(start);
-        let p = nodes[alt as usize];
-        return Err(format!(
-            "the goal's nearest node {goal} at {} cannot be reached from the start node {start} \
-             at {}; the nearest reachable node is {alt} at ({:.1}, {:.1}, {:.1}): try --to {:.1},{:.1}",
-            nodes[goal as usize], nodes[start as usize], p.x, p.y, p.z, p.x, p.z
-        )
-        .into());
-    }
+    let (start, goal) = ends(g, a.from, a.to)?;
     // Members stand on the nodes nearest the start along the graph, team after team.
     let order = sightline::fireteam::nearest_nodes(g, start, a.members * a.teams);
     if order.len() < a.members * a.teams {
@@ -379,4 +361,37 @@ fn contact_sheet(
     let title = format!("fireteam: {panels} frames, left to right, top to bottom");
     picture::save(&legend::attach(&sheet, &title, &keys, base.px()), path)?;
     Ok(())
+}
+
+/// The start and goal nodes: the goal's nearest node, and the node nearest `from` that can
+/// reach it (saying so when that is not the node nearest `from`, as in a closed room).
+fn ends(g: &NavGraph, from: Vec3, to: Vec3) -> AnyResult<(u32, u32)> {
+    let nodes = g.nodes();
+    let goal = nearest(g, to);
+    let comps = g.components();
+    let reach = |i: u32| comps.label[i as usize] == comps.label[goal as usize] && i != goal;
+    let Some(start) = nearest_where(g, from, reach) else {
+        return Err(format!(
+            "no node can reach the goal's nearest node {goal} at {}: it stands alone, cut off \
+             from every other; pick another --to",
+            nodes[goal as usize]
+        )
+        .into());
+    };
+    let first = nearest(g, from);
+    if comps.label[first as usize] != comps.label[goal as usize] {
+        let (p, q) = (nodes[first as usize], nodes[start as usize]);
+        eprintln!(
+            "--from: the nearest node {first} at ({:.1}, {:.1}, {:.1}) cannot reach the goal; \
+             starting from node {start} at ({:.1}, {:.1}, {:.1}), {:.1} m from --from",
+            p.x,
+            p.y,
+            p.z,
+            q.x,
+            q.y,
+            q.z,
+            flat(q, from).sqrt()
+        );
+    }
+    Ok((start, goal))
 }

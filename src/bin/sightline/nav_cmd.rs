@@ -89,6 +89,14 @@ pub fn describe(g: &NavGraph) -> String {
         c.sizes.first().copied().unwrap_or(0),
         100.0 * c.largest_share()
     );
+    let ground = g.ground_level();
+    let (best, share) = c.best_share(&ground);
+    let _ = writeln!(
+        s,
+        "ground level (no node under it): {} nodes, {:.1} % of them in component {best}",
+        ground.iter().filter(|&&b| b).count(),
+        100.0 * share
+    );
     if c.sizes.len() > 1 {
         let rest: u32 = c.sizes[1..].iter().sum();
         let singles = c.sizes.iter().filter(|&&n| n == 1).count();

@@ -137,18 +137,26 @@ pub fn run(
 /// The node nearest to a member's place: by horizontal distance when `y` is NaN (an X,Z
 /// place), else in 3D.
 pub fn nearest(graph: &NavGraph, p: Vec3) -> u32 {
-    if p.y.is_nan() {
-        let flat = |q: Vec3| (q.x - p.x).powi(2) + (q.z - p.z).powi(2);
-        (0..graph.len() as u32)
-            .min_by(|&a, &b| {
-                let (qa, qb) = (graph.nodes()[a as usize], graph.nodes()[b as usize]);
-                // Ties (floors above one another) go to the lowest floor.
-                flat(qa).total_cmp(&flat(qb)).then(qa.y.total_cmp(&qb.y))
-            })
-            .unwrap_or(0)
-    } else {
-        graph.nearest(p).unwrap_or(0)
-    }
+    nearest_where(graph, p, |_| true).unwrap_or(0)
+}
+
+/// The node nearest `p` among those where `keep` holds: in 3D, or on the ground plane when
+/// `p.y` is NaN (ties, floors above one another, go to the lowest floor).
+pub fn nearest_where(graph: &NavGraph, p: Vec3, keep: impl Fn(u32) -> bool) -> Option<u32> {
+    let d = |q: Vec3| {
+        let flat = (q.x - p.x).powi(2) + (q.z - p.z).powi(2);
+        if p.y.is_nan() {
+            (flat, q.y)
+        } else {
+            (flat + (q.y - p.y).powi(2), 0.0)
+        }
+    };
+    (0..graph.len() as u32)
+        .filter(|&i| keep(i))
+        .min_by(|&a, &b| {
+            let (da, db) = (d(graph.nodes()[a as usize]), d(graph.nodes()[b as usize]));
+            da.0.total_cmp(&db.0).then(da.1.total_cmp(&db.1))
+        })
 }
 
 /// Darken, McCue and Guerrero's Figure 2: the map over the scene, hot (red) where a threat is likely, cold

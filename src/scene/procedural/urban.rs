@@ -15,6 +15,8 @@
 //! walls with a 3 m gate, a few bushes) and the others hold buildings of 2 to 5 storeys
 //! (3 m each) with a window every 3-4.5 m on every storey, a walkable roof (some with a 1 m
 //! parapet), a doorway and bullet-proof shop windows on each street-facing ground floor.
+//! A lot that faces no street has its doorway or gate on the alley across the block's middle,
+//! which leads out to a street.
 //! Buildings stand 1 m back from lot edges that do not face a street. Cars (4.4 m x 1.8 m,
 //! 0.3 m ground clearance) are parked along both curbs of every street, away from the
 //! crossroads; each is a movable object.
@@ -133,16 +135,29 @@ fn block(b: &mut Builder, rng: &mut Rng, min: Vec2, max: Vec2) {
             if k & 2 == 0 { split.y } else { hi.y },
         );
         let streets = street_sides(lot_min, lot_max);
+        // A lot off the streets opens onto the alley between it and its neighbour across
+        // the block's middle, which runs out to a street.
+        let inner = if k & 1 == 0 { Side::East } else { Side::West };
+        let entry = streets.first().copied().unwrap_or(inner);
         let mut r = rng.fork(u64::from(k));
         if k == courtyard {
-            court(b, &mut r, lot_min, lot_max, &streets);
+            court(b, &mut r, lot_min, lot_max, entry);
         } else {
-            house(b, &mut r, lot_min, lot_max, &streets);
+            house(b, &mut r, lot_min, lot_max, &streets, entry);
         }
     }
 }
 
-fn house(b: &mut Builder, rng: &mut Rng, lot_min: Vec2, lot_max: Vec2, streets: &[Side]) {
+/// A house on its lot, set back 1 m from edges off the streets, with a door on every street
+/// side and on `entry`.
+fn house(
+    b: &mut Builder,
+    rng: &mut Rng,
+    lot_min: Vec2,
+    lot_max: Vec2,
+    streets: &[Side],
+    entry: Side,
+) {
     let back = |s: Side| if streets.contains(&s) { 0.0 } else { 1.0 };
     let min = lot_min + Vec2::new(back(Side::West), back(Side::North));
     let max = lot_max - Vec2::new(back(Side::East), back(Side::South));
@@ -168,7 +183,7 @@ fn house(b: &mut Builder, rng: &mut Rng, lot_min: Vec2, lot_max: Vec2, streets: 
             for i in 0..count {
                 let along = first + pitch * i as f32;
                 let ground = s == 0;
-                let door = ground && street && i == count / 2;
+                let door = ground && (street || side == entry) && i == count / 2;
                 let bottom = s as f32 * storey_h + if door { 0.0 } else { 0.9 };
                 let height = if door { 2.4 } else { 1.4 };
                 let glass = ground && street && !door;
@@ -200,11 +215,11 @@ fn house(b: &mut Builder, rng: &mut Rng, lot_min: Vec2, lot_max: Vec2, streets: 
     .build(b);
 }
 
-fn court(b: &mut Builder, rng: &mut Rng, lot_min: Vec2, lot_max: Vec2, streets: &[Side]) {
+/// A walled courtyard with its gate on `gate_side`.
+fn court(b: &mut Builder, rng: &mut Rng, lot_min: Vec2, lot_max: Vec2, gate_side: Side) {
     let (min, max) = (lot_min + 0.5, lot_max - 0.5);
     let t = 0.3;
     let h = 2.2;
-    let gate_side = streets.first().copied().unwrap_or(Side::South);
     let mat = b.mat(Mat::Concrete);
     for side in [Side::North, Side::South, Side::West, Side::East] {
         let (origin, dir, len) = match side {

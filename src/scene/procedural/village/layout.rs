@@ -93,6 +93,9 @@ pub(super) const PLATEAU_MIN: Vec2 = Vec2::new(25.0, -60.0);
 pub(super) const PLATEAU_MAX: Vec2 = Vec2::new(60.0, -25.0);
 pub(super) const CLIFF: f32 = 3.0;
 pub(super) const SLOPE_DEG: f32 = 60.0;
+/// Footprint (x, z) of the ramp up the plateau; it ends where the steep slope meets the top.
+pub(super) const RAMP_MIN: Vec2 = Vec2::new(19.0, -58.0);
+pub(super) const RAMP_MAX: Vec2 = Vec2::new(26.732_05, -54.0);
 pub(super) const BUILDING_MIN: Vec2 = Vec2::new(-21.0, 6.0);
 pub(super) const BUILDING_MAX: Vec2 = Vec2::new(-9.0, 14.0);
 pub(super) const DOOR_W: f32 = 0.9;

@@ -16,6 +16,7 @@
 //! | plateau | x 25..60, z -60..-25, flat top at y = 3 |
 //! | cliff | the plateau's south face: vertical 3 m drop along z = -25, x 26.73..60 |
 //! | steep slope | the plateau's west face: 60 degrees, foot at x = 25, centre (25.87, 1.5, -42.5) |
+//! | ramp | the way up the plateau, against the steep slope's north end: x 19..26.73, z -58..-54, 21 degrees |
 //! | vehicles | car (2, 0, 12) along +Z; truck (15, 0, 30); car (-35, 0, -15); clearance 0.45 / 0.5 m |
 //! | box stacks | (-2, 0, -5), (-32, 0, 26), (12, 0, -28) |
 //! | boulder clusters | (-38, 0, -38), (30, 0, 10) |
@@ -38,7 +39,7 @@ use super::{Builder, Mat, Rng, Scene};
 use glam::{Vec2, Vec3};
 use layout::{
     building, BOULDERS, BOX_STACKS, BUSHES, CLIFF, DOOR_W, HALF, PLATEAU_MAX, PLATEAU_MIN,
-    SLOPE_DEG, VEHICLES,
+    RAMP_MAX, RAMP_MIN, SLOPE_DEG, VEHICLES,
 };
 
 /// A flat pad: a rounded rectangle where the hills are forced to y = 0.
@@ -75,6 +76,12 @@ impl Terrain {
                 half: (PLATEAU_MAX - PLATEAU_MIN) / 2.0,
                 flat: 3.0,
                 blend: 10.0,
+            },
+            Pad {
+                center: (RAMP_MIN + RAMP_MAX) / 2.0,
+                half: (RAMP_MAX - RAMP_MIN) / 2.0,
+                flat: 2.0,
+                blend: 6.0,
             },
             circle(Vec3::new(-15.0, 0.0, 10.0), 18.0),
         ];
@@ -148,6 +155,18 @@ pub fn village(seed: u64, detail: u32) -> Scene {
     });
     let (rock, slope) = (b.mat(Mat::Rock), b.mat(Mat::Terrain));
     hexa(&mut b.level, &c, d, [slope, rock, rock, grass, rock, rock]);
+    // The way up: a ramp against the steep slope's north end, its toe 5 cm proud of the
+    // ground, its top level with the plateau's.
+    let r: [Vec3; 8] = std::array::from_fn(|k| {
+        let (x, y) = match (k & 1 == 1, k & 2 != 0) {
+            (false, false) => (RAMP_MIN.x, -0.5),
+            (true, false) => (RAMP_MAX.x, -0.5),
+            (false, true) => (RAMP_MIN.x, 0.05),
+            (true, true) => (RAMP_MAX.x, CLIFF),
+        };
+        Vec3::new(x, y, if k & 4 == 0 { RAMP_MIN.y } else { RAMP_MAX.y })
+    });
+    hexa(&mut b.level, &r, d, [rock, rock, rock, slope, rock, rock]);
 
     building().build(&mut b);
 
