@@ -264,30 +264,39 @@ pub fn outside_solids(
 /// Columns per side of the grid [`survey`] traces.
 const SURVEY_SIDE: usize = 64;
 
-/// What lies on top of a scene, seen from above: the first surface under each column of a
-/// coarse grid over the scene's footprint ([`survey`]). Names the cause when a walk surface,
-/// a nav graph or an underlay comes out (nearly) empty.
+/// Surfaces a survey ray passes from the back before it gives up on a column.
+const SURVEY_LAYERS: usize = 8;
+
+/// Why a scene may have little ground to stand on ([`survey`]): how its triangles are wound,
+/// and the first surface met from the front under each column of a coarse grid over its
+/// footprint. Names the cause when a walk surface, a nav graph or an underlay comes out
+/// (nearly) empty.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GroundSurvey {
+    /// Triangles in the scene.
+    pub triangles: usize,
+    /// Triangles that [`Winding::Auto`](crate::scene::Winding::Auto) would flip: parts of the
+    /// scene that read as inside out.
+    pub inside_out_triangles: usize,
     /// Columns traced.
     pub columns: usize,
     /// Columns with a surface under them.
     pub hit: usize,
-    /// Top surfaces met from the back: facing down, as in a level wound clockwise.
+    /// Columns where every surface (up to 8) is met from the back: facing down.
     pub facing_down: usize,
-    /// Top surfaces, met from the front, whose material is not walkable.
+    /// Columns whose first front-facing surface is not walkable.
     pub not_walkable: usize,
-    /// Walkable top surfaces met from the front but steeper than the slope limit.
+    /// Columns whose first front-facing surface is walkable but steeper than the slope limit.
     pub too_steep: usize,
-    /// Walkable, standable top surfaces.
+    /// Columns whose first front-facing surface is walkable and standable.
     pub standable: usize,
 }
 
 impl GroundSurvey {
-    /// Most top surfaces face down: the scene is wound clockwise or inside out.
+    /// More than half of the scene's triangles read as inside out.
     #[must_use]
     pub fn inside_out(&self) -> bool {
-        2 * self.facing_down > self.hit
+        2 * self.inside_out_triangles > self.triangles
     }
 
     /// The likeliest reason the scene has little ground to stand on, in words that say what to
@@ -295,78 +304,107 @@ impl GroundSurvey {
     #[must_use]
     pub fn cause(&self) -> String {
         let of = |n: usize| format!("{n} of {} columns", self.hit);
-        if self.hit == 0 {
-            "nothing lies under the scene's footprint".to_string()
-        } else if self.inside_out() {
+        if self.inside_out() {
             format!(
-                "{} meet the scene's top surface from its back: its faces point down and inward, \
-                 as in a level wound clockwise (DirectX) or inside out; load it with --winding \
-                 auto (the default) or --winding cw (library: LoadOptions::winding)",
+                "{} of its {} triangles belong to parts that read as inside out (closed parts with \
+                 negative volume, open parts facing down with nothing under them), as in a level \
+                 wound clockwise (DirectX); load it with --winding auto (the default) or \
+                 --winding cw (library: LoadOptions::winding)",
+                self.inside_out_triangles, self.triangles
+            )
+        } else if self.hit == 0 {
+            "nothing lies under the scene's footprint".to_string()
+        } else if 2 * self.facing_down > self.hit {
+            format!(
+                "{} meet surfaces only from their backs: they face down; load the level with \
+                 --winding cw if it is wound clockwise",
                 of(self.facing_down)
             )
         } else if 2 * self.not_walkable > self.hit {
             format!(
-                "{} find a top surface whose material is not walkable: check the material rules \
-                 (MaterialRules) against the file's material names",
+                "{} find a first surface whose material is not walkable: check the material \
+                 rules (MaterialRules) against the file's material names",
                 of(self.not_walkable)
             )
         } else if 2 * self.too_steep > self.hit {
             format!(
-                "{} find a top surface steeper than the slope limit: is the mesh Z-up (--z-up \
+                "{} find a first surface steeper than the slope limit: is the mesh Z-up (--z-up \
                  converts it)?",
                 of(self.too_steep)
             )
         } else {
             format!(
-                "{} find standable ground on top, so the agent does not fit (head room, step \
-                 height) or the spacing is too coarse for the level's scale (is it in metres?)",
+                "{} find standable ground, so the agent does not fit (head room, step height) \
+                 or the spacing is too coarse for the level's scale (is it in metres?)",
                 of(self.standable)
             )
         }
     }
 }
 
-/// Traces a [`SURVEY_SIDE`]-square grid of downward rays over the scene's footprint and sorts
-/// the first surface under each ([`GroundSurvey`]).
+/// Surveys the scene ([`GroundSurvey`]): its winding, read as a loader would, and a
+/// [`SURVEY_SIDE`]-square grid of downward rays over its footprint, each passing surfaces met
+/// from the back (ceilings seen from above) until one faces it.
 pub fn survey(engine: &Engine, scene: &Scene, max_slope: f32) -> Result<GroundSurvey> {
     let Some((lo, hi)) = scene.bounds() else {
         return Ok(GroundSurvey::default());
     };
+    let winding = crate::scene::winding_of(scene);
+    let mut s = GroundSurvey {
+        triangles: scene.triangle_count(),
+        inside_out_triangles: winding.triangles_flipped,
+        columns: SURVEY_SIDE * SURVEY_SIDE,
+        ..GroundSurvey::default()
+    };
     let size = Vec2::new(hi.x - lo.x, hi.z - lo.z).max(Vec2::splat(1e-3));
-    let top = hi.y + 1.0;
-    let rays: Vec<Ray> = (0..SURVEY_SIDE * SURVEY_SIDE)
+    let bottom = lo.y - 1.0;
+    let mut active: Vec<(Vec2, f32, bool)> = (0..s.columns)
         .map(|i| {
             let f = (Vec2::new((i % SURVEY_SIDE) as f32, (i / SURVEY_SIDE) as f32) + 0.5)
                 / SURVEY_SIDE as f32;
-            let c = Vec2::new(lo.x, lo.z) + f * size;
-            Ray::new(Vec3::new(c.x, top, c.y), Vec3::NEG_Y, top - lo.y + 1.0)
+            (Vec2::new(lo.x, lo.z) + f * size, hi.y + 1.0, false)
         })
         .collect();
     let all = Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
-    let mut s = GroundSurvey {
-        columns: rays.len(),
-        ..GroundSurvey::default()
-    };
-    for h in engine.closest_hit(scene, &rays, all)?.into_iter().flatten() {
-        s.hit += 1;
-        let walkable = scene.materials()[h.material as usize]
-            .flags
-            .contains(MaterialFlags::WALKABLE);
-        let bin = if h.back {
-            &mut s.facing_down
-        } else if !walkable {
-            &mut s.not_walkable
-        } else if h.normal.y < max_slope.cos() {
-            &mut s.too_steep
-        } else {
-            &mut s.standable
-        };
-        *bin += 1;
+    for _ in 0..SURVEY_LAYERS {
+        let rays: Vec<Ray> = (active.iter())
+            .map(|&(c, top, _)| Ray::new(Vec3::new(c.x, top, c.y), Vec3::NEG_Y, top - bottom))
+            .collect();
+        let hits = engine.closest_hit(scene, &rays, all)?;
+        let mut next = Vec::new();
+        for (&(c, top, seen), h) in active.iter().zip(hits) {
+            match h {
+                None if seen => s.facing_down += 1,
+                None => {}
+                Some(h) if h.back => next.push((c, top - h.t - 0.01, true)),
+                Some(h) => s.file_front(scene, &h, max_slope),
+            }
+        }
+        active = next;
     }
+    s.facing_down += active.len();
+    s.hit = s.facing_down + s.not_walkable + s.too_steep + s.standable;
     Ok(s)
 }
 
-/// [`survey`], with a warning (`log`) when the scene's top surface mostly faces down.
+impl GroundSurvey {
+    /// Counts a column whose first front-facing surface is `h`.
+    fn file_front(&mut self, scene: &Scene, h: &crate::trace::Hit, max_slope: f32) {
+        let walkable = scene.materials()[h.material as usize]
+            .flags
+            .contains(MaterialFlags::WALKABLE);
+        let bin = if !walkable {
+            &mut self.not_walkable
+        } else if h.normal.y < max_slope.cos() {
+            &mut self.too_steep
+        } else {
+            &mut self.standable
+        };
+        *bin += 1;
+    }
+}
+
+/// [`survey`], with a warning (`log`) when the scene reads as inside out.
 pub fn survey_warn(engine: &Engine, scene: &Scene, max_slope: f32) -> Result<GroundSurvey> {
     let s = survey(engine, scene, max_slope)?;
     if s.inside_out() {

@@ -154,7 +154,6 @@ pub fn underlay(
     let Some((lo, hi)) = scene.bounds().filter(|_| n > 0) else {
         return Ok(out);
     };
-    crate::ground::survey_warn(engine, scene, STEEP)?;
     let (sky, floor) = (hi.y + 1.0, lo.y - 1.0);
     let all = Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
     let centre = |i: usize| crate::ground::cell_centre(origin, pixel, width, i);
@@ -303,7 +302,27 @@ pub fn underlay(
         probes.len(),
         clock.elapsed() - straight_down - probing
     );
+    warn_if_bare(engine, scene, &out)?;
     Ok(out)
+}
+
+/// A warning naming the likeliest cause ([`crate::ground::survey`]) when under 1% of the
+/// underlay's pixels show ground one could stand on.
+fn warn_if_bare(engine: &Engine, scene: &Scene, out: &Underlay) -> Result<()> {
+    let ground = out
+        .surface
+        .iter()
+        .filter(|&&s| s == Surface::Ground)
+        .count();
+    if out.surface.is_empty() || 100 * ground >= out.surface.len() {
+        return Ok(());
+    }
+    let cause = crate::ground::survey(engine, scene, STEEP)?.cause();
+    log::warn!(
+        "the underlay shows ground in {ground} of {} pixels: {cause}",
+        out.surface.len()
+    );
+    Ok(())
 }
 
 /// The kernels turn a hit's normal to face the ray (up, here); `back` says the triangle faced

@@ -191,6 +191,10 @@ fn bad_arguments_are_clear_errors() {
             "neither a built-in scene",
         ),
         (
+            vec!["navgraph", "--scene", "sniper", "--winding", "left"],
+            "DirectX",
+        ),
+        (
             vec![
                 "navgraph",
                 "--scene",
@@ -526,4 +530,67 @@ fn fused_twins_run_under_the_cpu_backend_only() {
         assert!(!o.status.success());
         assert!(text(&o).contains("add --backend cpu"), "{}", text(&o));
     }
+}
+
+/// A level written with clockwise fronts loads the right way out, says how many triangles it
+/// flipped, and gives the graph of the original; read as written it warns with the cause.
+#[test]
+fn a_clockwise_level_is_turned_the_right_way_out_and_says_so() {
+    let data = std::env::var("SIGHTLINE_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data")));
+    let text_in = std::fs::read_to_string(data.join("dungeon.obj")).expect("dungeon.obj");
+    // Each face's first vertex kept, the rest reversed.
+    let cw: String = text_in
+        .lines()
+        .map(|l| match l.strip_prefix("f ") {
+            Some(rest) => {
+                let v: Vec<&str> = rest.split_whitespace().collect();
+                let tail: Vec<&str> = v[1..].iter().rev().copied().collect();
+                format!("f {} {}\n", v[0], tail.join(" "))
+            }
+            None => format!("{l}\n"),
+        })
+        .collect();
+    let path = tmp("dungeon-cw.obj");
+    std::fs::write(&path, cw).unwrap();
+    let graph_line = |o: &Output| {
+        text(o)
+            .lines()
+            .find(|l| l.starts_with("nav graph:"))
+            .map(str::to_string)
+    };
+    let p = path.to_str().unwrap();
+    let orig = data.join("dungeon.obj");
+    let a = sightline(&[
+        "navgraph",
+        "--scene",
+        orig.to_str().unwrap(),
+        "--backend",
+        "cpu",
+    ]);
+    let b = sightline(&["navgraph", "--scene", p, "--backend", "cpu"]);
+    assert!(a.status.success() && b.status.success(), "{}", text(&b));
+    assert!(
+        text(&b).contains("flipped 10133 triangles: the file is wound clockwise"),
+        "{}",
+        text(&b)
+    );
+    assert_eq!(graph_line(&a), graph_line(&b));
+    let c = sightline(&[
+        "navgraph",
+        "--scene",
+        p,
+        "--backend",
+        "cpu",
+        "--winding",
+        "ccw",
+    ]);
+    assert!(c.status.success(), "{}", text(&c));
+    assert!(
+        text(&c).contains("reads as inside out") && text(&c).contains("--winding"),
+        "{}",
+        text(&c)
+    );
+    assert_ne!(graph_line(&a), graph_line(&c));
 }

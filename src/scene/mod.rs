@@ -10,7 +10,7 @@ mod material;
 pub mod procedural;
 
 pub use load::{
-    load, load_gltf, load_obj, LoadOptions, LoadReport, UpAxis, Winding, WindingReport,
+    load, load_gltf, load_obj, winding_of, LoadOptions, LoadReport, UpAxis, Winding, WindingReport,
 };
 pub use material::{Mask, Material, MaterialFlags, MaterialRules};
 

@@ -20,7 +20,7 @@ mod winding;
 
 pub use self::gltf::load_gltf;
 pub use self::obj::load_obj;
-pub use self::winding::{Winding, WindingReport};
+pub use self::winding::{winding_of, Winding, WindingReport};
 
 use super::{Material, MaterialRules, Mesh, Scene};
 use crate::limits::MAX_COORDINATE;

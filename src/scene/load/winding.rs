@@ -192,6 +192,17 @@ pub fn orient(mesh: &mut Mesh, materials: &[Material], winding: Winding) -> Wind
     report
 }
 
+/// What [`Winding::Auto`] would flip in a scene already built: its world triangles, welded
+/// by position, read as a loader reads a file.
+#[must_use]
+pub fn winding_of(scene: &Scene) -> WindingReport {
+    let mut mesh = Mesh::default();
+    for ([a, b, c], m) in scene.world_triangles() {
+        mesh.push_triangle(a, b, c, m);
+    }
+    orient(&mut mesh, scene.materials(), Winding::Auto)
+}
+
 /// Reverses the winding of the given triangles (swaps their last two vertices).
 fn flip(mesh: &mut Mesh, triangles: impl IntoIterator<Item = u32>) {
     for t in triangles {
