@@ -224,7 +224,7 @@ fn file_round_trips_and_writes_are_byte_identical() {
     let back = TableFile::read_from(&path).unwrap();
     assert_eq!(back, a);
     assert_eq!(back.to_bytes().unwrap(), bytes);
-    let s = back.summary();
+    let s = back.summary(tables::FORMAT_VERSION);
     assert!(s.contains("urban") && s.contains("intervis"), "{s}");
     // Without intervis, and with waypoints from a file: round trips too.
     let q = PrecomputeParams {
@@ -435,7 +435,7 @@ fn urban_at_two_metres_numbers() {
         t.elapsed()
     );
     assert_eq!(back, file);
-    println!("{}", back.summary());
+    println!("{}", back.summary(tables::FORMAT_VERSION));
     let missing = tmp("no-such-dir").join("x").join("t.slt");
     let msg = file.write_to(&missing).unwrap_err().to_string();
     assert!(msg.contains("t.slt"), "{msg}");
