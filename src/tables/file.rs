@@ -25,7 +25,7 @@
 //! `u64` offsets then the `u32` neighbours; empty in shard files), `IVIS` (28-byte packed
 //! entries, see [`packed`](super::packed); empty when flag bit 0 is clear), `NAVG` (the nav
 //! graph's [`Edge`](super::Edge)s, sorted by `(a, b)`: `a`, `b`, kinds as `u32`, length as
-//! `f32`; 16 bytes each; empty when flag bit 2 is clear). Last, 8 bytes: FNV-1a 64 over every
+//! `f32`, at least the straight distance between the two waypoints; 16 bytes each; empty when flag bit 2 is clear). Last, 8 bytes: FNV-1a 64 over every
 //! section's padded payload in file order, then the header (offsets 0 to the end of the padded
 //! name), then the five section heads, so a streaming writer hashes payloads as it writes them
 //! and patches the lengths at the end.

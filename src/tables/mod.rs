@@ -273,7 +273,7 @@ fn prepare(
         )));
     }
     if let Some(e) = &params.edges {
-        check_edges(e, waypoints.len()).map_err(|e| {
+        check_edges(e, &waypoints).map_err(|e| {
             Error::InvalidInput(format!(
                 "the nav graph's edges do not fit the waypoints: {e}"
             ))
