@@ -383,6 +383,26 @@ fn waypoint_files_parse_and_bad_lines_are_named() {
     assert!(msg.contains("waypoints.csv:3: "), "{msg}");
 }
 
+/// A spreadsheet's CSV: a UTF-8 byte-order mark, a header line, CRLF line ends. Waypoint,
+/// segment and nav graph files all load it.
+#[test]
+fn csv_with_a_byte_order_mark_and_a_header_loads() {
+    let path = tmp("bom-waypoints.csv");
+    std::fs::write(&path, "\u{feff}x,y,z\r\n1,2,3\r\n4,5,6\r\n").unwrap();
+    let w = tables::read_waypoints(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(w, vec![Vec3::new(1.0, 2.0, 3.0), Vec3::new(4.0, 5.0, 6.0)]);
+    let path = tmp("bom-segments.csv");
+    std::fs::write(&path, "\u{feff}x0,y0,z0,x1,y1,z1\r\n0,1,0,5,1,0\r\n").unwrap();
+    let s = sightline::trace::read_segments(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.len(), 1);
+    let g = sightline::nav::parse_graph_csv(
+        "\u{feff}kind,a,b,c\nnode,0,0,0\nnode,1,0,0\nedge,0,1\n",
+        "g.csv",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((g.0.len(), g.1.len()), (2, 1));
+}
+
 /// Darken, McCue and Guerrero's numbers: 3,784 waypoints at 2 m over the 100 m x 122 m block, LOS bits 0.89 MB.
 #[test]
 fn urban_at_two_metres_numbers() {
