@@ -1,5 +1,6 @@
 //! The small CSV dialect every text input shares: comma-separated fields, blank lines and
-//! lines starting with `#` skipped, and an optional header on the first other line.
+//! lines starting with `#` skipped, and an optional header on the first other line. A UTF-8
+//! byte-order mark at the start (as spreadsheets write it) is ignored.
 
 /// A CSV header: every field a name (a letter first, then letters, digits or underscores) that
 /// does not parse as a number (`inf`, `nan`). `0x1p3` or `1O` are malformed numbers, not names.
@@ -11,9 +12,10 @@ pub(crate) fn is_header(fields: &[&str]) -> bool {
     })
 }
 
-/// The data lines of `text`: (1-based line number, trimmed fields), without blank lines,
-/// comments and a leading header.
+/// The data lines of `text`: (1-based line number, trimmed fields), without a leading
+/// byte-order mark, blank lines, comments and a leading header.
 pub(crate) fn records(text: &str) -> impl Iterator<Item = (usize, Vec<&str>)> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut first = true;
     text.lines().enumerate().filter_map(move |(k, line)| {
         let line = line.trim();
@@ -66,5 +68,16 @@ mod tests {
         assert!(numbers::<2>(&["1", "2e1"]).is_ok());
         assert!(numbers::<2>(&["1", "1e30"]).is_err());
         assert!(numbers::<2>(&["1"]).is_err());
+    }
+
+    #[test]
+    fn a_byte_order_mark_before_the_header_is_ignored() {
+        let r: Vec<_> = records("\u{feff}x,y\r\n1,2\r\n").collect();
+        assert_eq!(r, vec![(2, vec!["1", "2"])]);
+        let r: Vec<_> = records("\u{feff}1,2\n").collect();
+        assert_eq!(r, vec![(1, vec!["1", "2"])]);
+        // Only at the very start: elsewhere it is data, and a bad number.
+        let r: Vec<_> = records("x,y\n\u{feff}1,2\n").collect();
+        assert!(numbers::<2>(&r[0].1).is_err());
     }
 }

@@ -129,7 +129,10 @@ fn precompute_stores_the_graph_and_tpm_reads_it() {
     let o = sightline(&["inspect", table.to_str().unwrap()]);
     let out = text(&o);
     assert!(
-        o.status.success() && out.contains("nav graph:") && out.contains("edges"),
+        o.status.success()
+            && out.contains("nav graph:")
+            && out.contains("edges")
+            && out.contains("format version 3\n"),
         "{out}"
     );
     let o = sightline(&[
@@ -169,6 +172,21 @@ fn precompute_stores_the_graph_and_tpm_reads_it() {
     // Looking lowered the threat somewhere: the expected count fell below the prior's.
     let total = f.last().unwrap()["total"].as_f64().unwrap();
     assert!(total < 0.5 * tpm.len() as f64, "{total}");
+}
+
+#[test]
+fn inspect_prints_the_files_own_format_version() {
+    for (file, version) in [("v1-rock.slt", 1), ("v2-rock-nav.slt", 2)] {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data")
+            .join(file);
+        let o = sightline(&["inspect", path.to_str().unwrap()]);
+        let out = text(&o);
+        assert!(
+            o.status.success() && out.contains(&format!("format version {version}\n")),
+            "{file}: {out}"
+        );
+    }
 }
 
 #[test]

@@ -368,6 +368,39 @@ fn segments_are_traced_exactly_as_written() {
 }
 
 #[test]
+fn a_segment_longer_than_the_limit_is_refused_for_its_span() {
+    // Both ends within 1e9 m of the origin, 1.8e9 m apart along x.
+    let seg = tmp("long-segs.csv");
+    std::fs::write(
+        &seg,
+        "x0,y0,z0,x1,y1,z1\n0,1,0,5,1,0\n-9e8,0.5,3,9e8,0.5,3\n",
+    )
+    .unwrap();
+    let args = strings(&[
+        "trace",
+        "--scene",
+        "village",
+        "--backend",
+        "cpu",
+        "--segments",
+        seg.to_str().unwrap(),
+        "--out",
+        tmp("long-hits.csv").to_str().unwrap(),
+    ]);
+    let r = run(&args);
+    assert_ne!(r.code, Some(0), "{}", r.text);
+    assert!(
+        r.text.contains("long-segs.csv:3")
+            && r.text.contains("spans 1.8e9 m along x")
+            && r.text.contains("limit of 1e9 m")
+            && r.text.contains("split it")
+            && !r.text.contains("origin;"),
+        "{}",
+        r.text
+    );
+}
+
+#[test]
 fn no_loader_noise_without_a_desktop_session() {
     // On a server or in CI there is no XDG_RUNTIME_DIR; the user did nothing wrong, so no
     // "error:" line may appear when the GPU backend starts.

@@ -688,6 +688,103 @@ fn gltf_err(test: &str, json: &str) -> String {
     }
 }
 
+/// The unit quad as mesh 0, under the given `nodes` (a JSON array body) and `scenes` (a JSON
+/// array body; empty for a file without scenes).
+fn gltf_nodes(nodes: &str, scenes: &str) -> String {
+    let bin = quad_with(&QUAD, [0, 1, 2, 0, 2, 3]);
+    let scene = if scenes.is_empty() {
+        ""
+    } else {
+        r#""scene": 0,"#
+    };
+    format!(
+        r#"{{"asset": {{"version": "2.0"}}, {scene} "scenes": [{scenes}], "nodes": [{nodes}],
+"meshes": [{{"name": "quad", "primitives": [{INDEXED}]}}],
+"accessors": [{}, {}], "bufferViews": [{QUAD_VIEWS}],
+"buffers": [{{"uri": "data:application/octet-stream;base64,{}", "byteLength": {}}}]}}"#,
+        position_accessor(4, ""),
+        index_accessor(6),
+        base64(&bin),
+        bin.len()
+    )
+}
+
+#[test]
+fn gltf_shared_subtrees_are_refused_at_once() {
+    // 40 nodes, each listing the next one twice as a child: 2^40 paths to the last node.
+    let mut nodes: Vec<String> = (0..39)
+        .map(|i| format!(r#"{{"name": "n{i}", "children": [{0}, {0}]}}"#, i + 1))
+        .collect();
+    nodes.push(r#"{"name": "n39", "mesh": 0}"#.into());
+    let json = gltf_nodes(&nodes.join(","), r#"{"nodes": [0]}"#);
+    let start = std::time::Instant::now();
+    let msg = gltf_err("shared_twice", &json);
+    assert!(start.elapsed().as_secs_f64() < 2.0, "{:?}", start.elapsed());
+    assert!(
+        msg.contains(r#"node 1 "n1" is listed as a child of node 0 and again of node 0"#)
+            && msg.contains("only one parent"),
+        "{msg}"
+    );
+    // The same sharing through two parents: node 2 is a child of nodes 0 and 1.
+    let json = gltf_nodes(
+        r#"{"children": [1, 2]}, {"children": [2]}, {"mesh": 0}"#,
+        r#"{"nodes": [0]}"#,
+    );
+    let msg = gltf_err("two_parents", &json);
+    assert!(
+        msg.contains("node 2 \"\" is listed as a child of node 0 and again of node 1"),
+        "{msg}"
+    );
+    // A root that is also a child, and a root listed twice.
+    let json = gltf_nodes(r#"{"children": [1]}, {"mesh": 0}"#, r#"{"nodes": [0, 1]}"#);
+    let msg = gltf_err("root_child", &json);
+    assert!(
+        msg.contains("node 1 \"\" is a root of scene 0 and also a child of node 0"),
+        "{msg}"
+    );
+    let json = gltf_nodes(r#"{"mesh": 0}"#, r#"{"nodes": [0, 0]}"#);
+    assert!(gltf_err("root_twice", &json).contains("node 0 \"\" is listed twice in scene 0"));
+    // Without scenes, a cycle of parents would otherwise be left out silently.
+    let json = gltf_nodes(
+        r#"{"mesh": 0}, {"name": "a", "children": [2]}, {"name": "b", "children": [1], "mesh": 0}"#,
+        "",
+    );
+    let msg = gltf_err("cycle", &json);
+    assert!(msg.contains("is its own ancestor"), "{msg}");
+    // With a scene, a cycle through its root is a root with a parent.
+    let json = gltf_nodes(
+        r#"{"children": [1]}, {"children": [0], "mesh": 0}"#,
+        r#"{"nodes": [0]}"#,
+    );
+    assert!(gltf_err("scene_cycle", &json).contains("also a child of node 1"));
+}
+
+#[test]
+fn gltf_mesh_instanced_by_several_nodes_loads() {
+    // One mesh under three nodes (two of them siblings under a parent), each placed apart.
+    let json = gltf_nodes(
+        r#"{"translation": [0, 0, 0], "mesh": 0, "children": [1, 2]},
+{"translation": [10, 0, 0], "mesh": 0}, {"translation": [20, 0, 0], "mesh": 0},
+{"translation": [0, 5, 0], "mesh": 0}"#,
+        r#"{"nodes": [0, 3]}"#,
+    );
+    let dir = TempDir::new("instanced");
+    let path = dir.write("instanced.gltf", json);
+    let (scene, report) =
+        load_gltf(&path, &LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((report.objects, report.triangles), (4, 8), "{report:?}");
+    let corners: Vec<Vec3> = scene
+        .world_triangles()
+        .iter()
+        .step_by(2)
+        .map(|t| t.0[0])
+        .collect();
+    let want = [(0.0, 0.0), (10.0, 0.0), (20.0, 0.0), (0.0, 5.0)];
+    for (got, (x, y)) in corners.iter().zip(want) {
+        assert!(close(*got, Vec3::new(x, y, 0.0)), "{corners:?}");
+    }
+}
+
 #[test]
 fn gltf_claiming_2_pow_31_vertices_is_refused_at_once() {
     // A sparse accessor without a bufferView: 2^31 zero vertices, one of them replaced.

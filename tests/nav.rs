@@ -1590,7 +1590,7 @@ fn slt_tables_store_the_nav_graph_and_shards_merge_byte_for_byte() {
         "the graph read from the file differs"
     );
     assert!(read
-        .summary()
+        .summary(sightline::tables::FORMAT_VERSION)
         .contains(&format!("nav graph: {} edges", graph.edges().len())));
     // Shards, merged in any order, give the single run's bytes.
     let mut shards: Vec<TableFile> = (0..3)

@@ -224,6 +224,21 @@ fn check_invariants(t: &TableFile, bytes: &[u8]) {
             assert_eq!(tables::quantise(r), *r);
         }
     }
+    if let Some(r) = t.meta.range {
+        for i in 0..n {
+            for j in (i + 1..n).filter(|&j| t.los.holds_row(i) && t.los.visible(i, j)) {
+                let d = t.waypoints[i as usize].distance(t.waypoints[j as usize]);
+                assert!(
+                    d <= r * 1.0001,
+                    "visible pair ({i}, {j}) {d} m apart, range {r} m"
+                );
+            }
+        }
+    }
+    for e in t.edges.iter().flatten() {
+        let d = t.waypoints[e.a as usize].distance(t.waypoints[e.b as usize]);
+        assert!(e.length >= d * 0.9999, "edge {e:?} shorter than {d} m");
+    }
     let again = t.to_bytes().expect("an accepted table writes");
     let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
     if version == tables::FORMAT_VERSION {
@@ -269,7 +284,7 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
             a,
             b: a + 1,
             kinds: EdgeKinds(a % 8),
-            length: 2.0 + a as f32,
+            length: w[a as usize].distance(w[a as usize + 1]) + a as f32,
         })
         .collect();
     let p = PrecomputeParams {
@@ -465,4 +480,99 @@ fn consistent_checksum_inconsistent_content_is_named() {
             "{want}: stopped at the checksum: {msg}"
         );
     }
+}
+
+/// A nav edge shorter than the straight line between its waypoints (here 0 m long), in a file
+/// whose checksum is right: refused, naming the edge and both lengths. The writer refuses it too.
+#[test]
+fn edges_shorter_than_the_straight_line_are_refused() {
+    let (_, good) = seeds().remove(0);
+    let t = TableFile::from_bytes(&good, "good.slt").unwrap();
+    let edges = t.edges.as_ref().unwrap();
+    let straight = |e: &Edge| t.waypoints[e.a as usize].distance(t.waypoints[e.b as usize]);
+    let k = (0..edges.len())
+        .max_by(|&x, &y| straight(&edges[x]).total_cmp(&straight(&edges[y])))
+        .unwrap();
+    let (e, straight) = (edges[k], straight(&edges[k]));
+    assert!(straight > 1.0, "{straight}");
+    let (_, heads) = heads_v3(&good).unwrap();
+    let at = heads[4] + 16 + 16 * k + 12;
+    for (length, refused) in [
+        (0.0, true),
+        (0.9 * straight, true),
+        (straight * (1.0 - 1e-7), false), // rounding: within the slack
+        (straight, false),
+    ] {
+        let mut bad = good.clone();
+        bad[at..at + 4].copy_from_slice(&length.to_bits().to_le_bytes());
+        fix_checksum(&mut bad);
+        match TableFile::from_bytes(&bad, "short.slt") {
+            Ok(_) => assert!(!refused, "a {length} m edge {straight} m long loaded"),
+            Err(err) => {
+                let msg = err.to_string();
+                assert!(refused, "{msg}");
+                assert!(
+                    msg.contains("short.slt")
+                        && msg.contains(&format!("edge {k} ({}, {}) is {length} m long", e.a, e.b))
+                        && msg.contains(&format!("{straight:.3}"))
+                        && msg.contains("straight line"),
+                    "{msg}"
+                );
+            }
+        }
+    }
+    let mut table = t.clone();
+    table.edges.as_mut().unwrap()[k].length = 0.0;
+    let msg = table.to_bytes().unwrap_err().to_string();
+    assert!(
+        msg.contains(&format!("edge {k} ")) && msg.contains("0 m long"),
+        "{msg}"
+    );
+}
+
+/// A line-of-sight bit set for a pair farther apart than the table's range, with the sees lists
+/// rebuilt to match and the checksum right: refused, naming the pair, its distance and the
+/// range. The writer refuses such a table too.
+#[test]
+fn visible_pairs_beyond_the_range_are_refused() {
+    let (_, good) = seeds().remove(0);
+    let t = TableFile::from_bytes(&good, "good.slt").unwrap();
+    let range = t.meta.range.unwrap();
+    let n = t.los.n();
+    // The last waypoint moved twice the range away from the first, the pair marked visible,
+    // every other pair of it blocked (and no edges or intervis records that would involve it).
+    let (i, j) = (0, n - 1);
+    let mut pairs: Vec<(u32, u32)> = (0..n - 1)
+        .flat_map(|a| (a + 1..n - 1).map(move |b| (a, b)))
+        .filter(|&(a, b)| t.los.visible(a, b))
+        .collect();
+    pairs.push((i, j));
+    let mut far = t.clone();
+    far.waypoints[j as usize] = far.waypoints[0] + Vec3::X * 2.0 * range;
+    far.los = tables::LosTable::from_pairs(n, pairs).unwrap();
+    (far.edges, far.intervis) = (None, None);
+    let msg = far.to_bytes().unwrap_err().to_string();
+    assert!(msg.contains(&format!("waypoints {i} and {j}")), "{msg}");
+    // Written as an unlimited table, then given the range back in its header.
+    far.meta.range = None;
+    let mut bad = far.to_bytes().unwrap();
+    bad[44..48].copy_from_slice(&range.to_bits().to_le_bytes());
+    fix_checksum(&mut bad);
+    let msg = TableFile::from_bytes(&bad, "far.slt")
+        .unwrap_err()
+        .to_string();
+    let d = far.waypoints[i as usize].distance(far.waypoints[j as usize]);
+    assert!(
+        msg.contains("far.slt")
+            && msg.contains(&format!("waypoints {i} and {j} are {d} m apart"))
+            && msg.contains(&format!("range of {range} m")),
+        "{msg}"
+    );
+    // The same file with its own bits back reads.
+    let mut own = t.clone();
+    own.meta.range = None;
+    let mut ok = own.to_bytes().unwrap();
+    ok[44..48].copy_from_slice(&range.to_bits().to_le_bytes());
+    fix_checksum(&mut ok);
+    assert_eq!(TableFile::from_bytes(&ok, "ok.slt").unwrap(), t);
 }

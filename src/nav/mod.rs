@@ -251,7 +251,7 @@ impl NavGraph {
             }
         }
         edges.sort_by_key(|e| (e.a, e.b));
-        tables::check_edges(&edges, nodes.len())
+        tables::check_edges(&edges, &nodes)
             .map_err(|e| Error::InvalidInput(format!("nav graph: {e}")))?;
         let n = nodes.len();
         let mut degree = vec![0u32; n + 1];

@@ -21,7 +21,9 @@
 //! [`EdgeKinds::WATER`] when any sample stands on a walkable surface that stops nothing (water),
 //! and [`EdgeKinds::STAIRS`] when the ground changes height through two or more risers in one
 //! direction (jumps over 5 cm between neighbouring samples on near-level treads). Its length is
-//! the length of the ground profile. A failed walk says where along the line it first failed.
+//! the length of the ground profile, or the straight distance between the ends where that is
+//! longer (the ends may sit a little off the ground). A failed walk says where along the line it
+//! first failed.
 
 use crate::agent::Agent;
 use crate::scene::{Mask, MaterialFlags, Scene};
@@ -200,9 +202,11 @@ fn walk_chunk(
                 grounds.truncate(g0);
                 Walk::Fail { at }
             }
+            // The ends may sit up to END_TOLERANCE off the ground profile; an edge is never
+            // shorter than the straight line between its nodes (table readers check it).
             None => Walk::Pass {
                 kinds,
-                length,
+                length: length.max(s.a.distance(s.b)),
                 ends: ends.unwrap(),
             },
         });

@@ -2,6 +2,7 @@
 //! (`sightline::nav` builds and searches the graph; the file only keeps its data).
 
 use bytemuck::{Pod, Zeroable};
+use glam::Vec3;
 
 /// How an edge is walked; each kind multiplies the edge's cost (`nav::CostParams`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Pod, Zeroable)]
@@ -83,9 +84,20 @@ pub struct Edge {
 
 const _: () = assert!(std::mem::size_of::<Edge>() == 16);
 
-/// Checks edges against `n` waypoints: ends in range, `a < b`, sorted by `(a, b)` without
-/// repeats, known kinds, finite non-negative lengths. The error names the first bad edge.
-pub fn check_edges(edges: &[Edge], n: usize) -> Result<(), String> {
+/// Checks edges against `waypoints`: ends in range, `a < b`, sorted by `(a, b)` without
+/// repeats, known kinds, finite lengths of at least the straight distance between the ends
+/// (less a rounding slack of 10 parts per million of the distance plus the ends' coordinates).
+/// The error names the first bad edge.
+pub fn check_edges(edges: &[Edge], waypoints: &[Vec3]) -> Result<(), String> {
+    check_edges_at(edges, waypoints.len(), |i| waypoints[i as usize])
+}
+
+/// [`check_edges`] with waypoint `i` at `position(i)` (for `i < n`).
+pub(crate) fn check_edges_at(
+    edges: &[Edge],
+    n: usize,
+    position: impl Fn(u32) -> Vec3,
+) -> Result<(), String> {
     for (k, e) in edges.iter().enumerate() {
         if e.a >= e.b || e.b as usize >= n {
             return Err(format!(
@@ -99,6 +111,15 @@ pub fn check_edges(edges: &[Edge], n: usize) -> Result<(), String> {
                 e.a, e.b, e.kinds.0, e.length
             ));
         }
+        let (pa, pb) = (position(e.a), position(e.b));
+        let straight = pa.as_dvec3().distance(pb.as_dvec3());
+        if f64::from(e.length) < straight - length_slack(pa, pb) {
+            return Err(format!(
+                "edge {k} ({}, {}) is {} m long, but its waypoints are {straight:.3} m apart; an \
+                 edge's length is the walk along the ground, never shorter than the straight line",
+                e.a, e.b, e.length
+            ));
+        }
         if k > 0 && (edges[k - 1].a, edges[k - 1].b) >= (e.a, e.b) {
             return Err(format!(
                 "edges {} and {k} are out of order or repeated: edges are sorted by (a, b)",
@@ -107,4 +128,12 @@ pub fn check_edges(edges: &[Edge], n: usize) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// How far (m) an edge between `a` and `b` may fall short of their straight distance: the
+/// rounding of an `f32` length measured between `f32` positions, 10 parts per million of the
+/// distance plus the ends' coordinates (about 80 units in the last place).
+fn length_slack(a: Vec3, b: Vec3) -> f64 {
+    let scale = a.abs().max(b.abs()).max_element();
+    1e-5 * (f64::from(a.distance(b)) + f64::from(scale))
 }

@@ -25,7 +25,7 @@
 //! `u64` offsets then the `u32` neighbours; empty in shard files), `IVIS` (28-byte packed
 //! entries, see [`packed`](super::packed); empty when flag bit 0 is clear), `NAVG` (the nav
 //! graph's [`Edge`](super::Edge)s, sorted by `(a, b)`: `a`, `b`, kinds as `u32`, length as
-//! `f32`; 16 bytes each; empty when flag bit 2 is clear). Last, 8 bytes: FNV-1a 64 over every
+//! `f32`, at least the straight distance between the two waypoints; 16 bytes each; empty when flag bit 2 is clear). Last, 8 bytes: FNV-1a 64 over every
 //! section's padded payload in file order, then the header (offsets 0 to the end of the padded
 //! name), then the five section heads, so a streaming writer hashes payloads as it writes them
 //! and patches the lengths at the end.
@@ -123,19 +123,32 @@ impl TableFile {
     /// of the strict reader. Every failure is an [`Error::Load`] naming the file and saying
     /// what is wrong and whether to recompute or re-download.
     pub fn read_from(path: impl AsRef<Path>) -> Result<TableFile> {
+        Ok(TableFile::read_versioned(path)?.0)
+    }
+
+    /// [`TableFile::read_from`], also returning the file's format version (1 to
+    /// [`FORMAT_VERSION`]; older versions are converted as they are read, so the table alone
+    /// does not tell).
+    pub fn read_versioned(path: impl AsRef<Path>) -> Result<(TableFile, u32)> {
         let path = path.as_ref();
         let bytes = std::fs::read(path)
             .map_err(|e| Error::load(path.display(), format!("cannot read the table: {e}")))?;
-        TableFile::from_bytes(&bytes, &path.display().to_string())
+        TableFile::from_bytes_versioned(&bytes, &path.display().to_string())
     }
 
     /// Parses the bytes of a table file; `name` is the file name errors report.
     pub fn from_bytes(bytes: &[u8], name: &str) -> Result<TableFile> {
+        Ok(TableFile::from_bytes_versioned(bytes, name)?.0)
+    }
+
+    /// [`TableFile::from_bytes`], also returning the file's format version.
+    pub fn from_bytes_versioned(bytes: &[u8], name: &str) -> Result<(TableFile, u32)> {
         let l = layout::validate(bytes).map_err(|m| Error::load(name, m))?;
-        decode(bytes, &l).map_err(|e| match e {
+        let table = decode(bytes, &l).map_err(|e| match e {
             Error::InvalidInput(m) => Error::load(name, m),
             e => e,
-        })
+        })?;
+        Ok((table, l.version))
     }
 }
 

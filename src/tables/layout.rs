@@ -5,10 +5,13 @@
 //! A file is refused when its checksum is wrong, and also when its checksum is right but its
 //! content is inconsistent: counts that disagree with section lengths or limits, shard fields
 //! out of range, unknown flags, nonzero reserved or padding bytes, non-finite or negative
-//! header fields, waypoints or intervis fields, sees lists that disagree with the bits, or
-//! intervis entries out of order or not in canonical packed form.
+//! header fields, waypoints or intervis fields, sees lists that disagree with the bits, visible
+//! pairs farther apart than the range, intervis entries out of order or not in canonical packed
+//! form, or nav edges shorter than the straight line between their waypoints.
 
+use super::bits::for_each_set_bit_le;
 use super::file::{Fnv1a, FORMAT_VERSION, MAGIC};
+use super::los::{beyond_range, within_range};
 use super::packed::{self, ENTRY_BYTES, ENTRY_BYTES_V2};
 use super::TableMeta;
 use crate::agent::Posture;
@@ -317,6 +320,7 @@ pub(crate) fn validate(bytes: &[u8]) -> Result<Layout, String> {
     check_waypoints(bytes, &layout, u64_at(bytes, 32))?;
     let visible = check_bits(&bytes[layout.body[LOSB].clone()], n, (k, m))?;
     check_sees(bytes, &layout, visible)?;
+    check_range(bytes, &layout)?;
     check_intervis(bytes, &layout)?;
     check_edges(bytes, &layout)?;
     Ok(layout)
@@ -337,6 +341,12 @@ pub(crate) fn checksum_v3(bytes: &[u8], header_len: usize, heads: &[usize; 5]) -
         h.write(&bytes[at..at + 16]);
     }
     h.finish()
+}
+
+/// Waypoint `i` of a `WAYP` payload that [`check_waypoints`] passed.
+fn waypoint_at(w: &[u8], i: u32) -> glam::Vec3 {
+    let at = 12 * i as usize;
+    glam::Vec3::new(f32_at(w, at), f32_at(w, at + 4), f32_at(w, at + 8))
 }
 
 fn check_waypoints(bytes: &[u8], l: &Layout, digest: u64) -> Result<(), String> {
@@ -443,6 +453,29 @@ fn check_sees(bytes: &[u8], l: &Layout, visible: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// With a range, no visible pair lies beyond it ([`within_range`](super::los::within_range)).
+fn check_range(bytes: &[u8], l: &Layout) -> Result<(), String> {
+    let Some(range) = l.meta.range else {
+        return Ok(());
+    };
+    let (bits, w) = (&bytes[l.body[LOSB].clone()], &bytes[l.body[WAYP].clone()]);
+    for i in (l.shard.0..l.n).step_by(l.shard.1 as usize) {
+        let a = waypoint_at(w, i);
+        let mut far = None;
+        let start = row_start(l.n, l.shard, i);
+        for_each_set_bit_le(bits, start, u64::from(l.n - 1 - i), |d| {
+            let j = i + 1 + d as u32;
+            if far.is_none() && !within_range(a, waypoint_at(w, j), range) {
+                far = Some(j);
+            }
+        });
+        if let Some(j) = far {
+            return Err(bad(beyond_range(i, j, a, waypoint_at(w, j), range)));
+        }
+    }
+    Ok(())
+}
+
 /// Decodes intervis entry `e` of a validated layout.
 pub(crate) fn intervis_entry(bytes: &[u8], l: &Layout, e: usize) -> (u32, u32, IntervisRecord) {
     let at = l.body[IVIS].start + e * l.entry_bytes;
@@ -500,7 +533,8 @@ fn check_edges(bytes: &[u8], l: &Layout) -> Result<(), String> {
         ));
     }
     let edges = edges_of(g);
-    super::edges::check_edges(&edges, l.n as usize).map_err(bad)
+    let w = &bytes[l.body[WAYP].clone()];
+    super::edges::check_edges_at(&edges, l.n as usize, |i| waypoint_at(w, i)).map_err(bad)
 }
 
 /// The edges of a `NAVG` payload (bounded by the file's length).

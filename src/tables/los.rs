@@ -455,6 +455,23 @@ pub(crate) fn trace_rows(
     Ok(table)
 }
 
+/// Whether waypoints at `a` and `b` may see each other in a table of range `range`: the test
+/// [`compute_los`] makes (glam's `distance_squared` against `range * range`), widened by 10
+/// parts per million for tables another build computed. Readers refuse a visible pair beyond.
+#[must_use]
+pub(crate) fn within_range(a: Vec3, b: Vec3, range: f32) -> bool {
+    f64::from(a.distance_squared(b)) <= f64::from(range) * f64::from(range) * (1.0 + 2e-5)
+}
+
+/// The message for a visible pair `(i, j)` at `a`, `b` beyond `range`.
+pub(crate) fn beyond_range(i: u32, j: u32, a: Vec3, b: Vec3, range: f32) -> String {
+    format!(
+        "waypoints {i} and {j} are {} m apart, beyond the table's range of {range} m, but their \
+         line-of-sight bit is set",
+        a.distance(b)
+    )
+}
+
 fn check_inputs(
     waypoints: &[Vec3],
     params: &LosParams,

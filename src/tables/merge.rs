@@ -1,7 +1,7 @@
 //! Joining the `N` shard tables of one run into the table a single run writes: [`merge`] in
 //! memory, [`merge_files`] streaming from mapped shard files to the output file.
 
-use super::bits::{or_bits, read_bits};
+use super::bits::{or_bits, read_bits, read_bits_le};
 use super::layout::{self, LOSB, NAVG, WAYP};
 use super::{check_shard, IntervisTable, LosTable, MappedTable, TableFile, TableWriter};
 use crate::{Error, Result};
@@ -80,21 +80,6 @@ pub fn merge(shards: &[TableFile]) -> Result<TableFile> {
         intervis,
         edges: first.edges.clone(),
     })
-}
-
-/// Up to 64 bits from bit `off` of a little-endian `u64` bit string held as bytes.
-fn read_bits_le(b: &[u8], off: u64, len: u32) -> u64 {
-    let w = (off / 64) as usize;
-    let word = |k: usize| layout::u64_at(b, 8 * k);
-    let pair = [
-        word(w),
-        if 8 * w + 16 <= b.len() {
-            word(w + 1)
-        } else {
-            0
-        },
-    ];
-    read_bits(&pair, off % 64, len)
 }
 
 /// [`merge`] for files: maps the shard files (any order), checks them as [`merge`] does, and

@@ -273,7 +273,7 @@ fn prepare(
         )));
     }
     if let Some(e) = &params.edges {
-        check_edges(e, waypoints.len()).map_err(|e| {
+        check_edges(e, &waypoints).map_err(|e| {
             Error::InvalidInput(format!(
                 "the nav graph's edges do not fit the waypoints: {e}"
             ))
@@ -350,16 +350,17 @@ impl TableFile {
         check_scene_digest(&self.meta, scene).map_err(Error::InvalidInput)
     }
 
-    /// A human-readable description (for `sightline inspect`).
+    /// A human-readable description (for `sightline inspect`) of the table as read from a file
+    /// of format `version` ([`TableFile::read_versioned`] tells it).
     #[must_use]
-    pub fn summary(&self) -> String {
+    pub fn summary(&self, version: u32) -> String {
         let m = &self.meta;
         let n = self.waypoints.len() as u64;
         let mb = |b: u64| b as f64 / 1e6;
         let (k, shards) = self.los.shard();
         let pairs = self.los.bit_count();
         let vis = self.los.visible_pairs();
-        let mut s = format!("sightline table, format version {FORMAT_VERSION}\n");
+        let mut s = format!("sightline table, format version {version}\n");
         s += &format!(
             "scene: {}\n",
             if m.scene.is_empty() {

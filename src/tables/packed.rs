@@ -14,10 +14,13 @@
 //! | 24 | 2 | `contrast` | IEEE half float, 0..65504 |
 //! | 26 | 2 | `solid_angle` | IEEE half float of steradians x 1024, 0..63.9 sr |
 //!
-//! Bounds (half the step): pixel counts within `box_pixels / 131070` pixels (0 below 65,536
-//! pixels; a nonzero count stays nonzero), brightness and occlusion within 7.7e-6, contrast and
-//! solid angle within 2^-11 (0.049 %) relative, solid angles from 6e-8 sr up. Values past a
-//! range are stored clamped to it. Every 28-byte pattern the reader accepts is the packing of
+//! Bounds: pixel counts within one step, `box_pixels / 65535` pixels (exact up to 65,535
+//! pixels; 0 stays 0 and a nonzero count stays nonzero): half a step of rounding and half a
+//! pixel more, or, for a nonzero count under half a step, the clamp to the first step that keeps
+//! it nonzero (on a 262,144-pixel box, 1 pixel reads back as 4: the worst case there, 3
+//! pixels). Brightness and occlusion within 7.7e-6 (half the step), contrast and solid angle
+//! within 2^-11 (0.049 %) relative, solid angles from 6e-8 sr up. Values past a range are
+//! stored clamped to it. Every 28-byte pattern the reader accepts is the packing of
 //! the record it decodes to, so a table read and written again keeps its bytes.
 
 use crate::intervis::IntervisRecord;
@@ -173,5 +176,55 @@ mod tests {
         })
         .is_err());
         assert!(check_record(&small).is_ok());
+    }
+
+    /// The stated bound on a count's error in a box of `b` pixels, in whole pixels.
+    fn count_bound(b: u32) -> u32 {
+        if b <= 65535 {
+            0
+        } else {
+            (f64::from(b) / 65535.0).floor() as u32
+        }
+    }
+
+    /// Packs and unpacks count `c` of box `b`; checks the bound, that 0 and only 0 reads back
+    /// as 0, and that the count stays within the box. Returns the error.
+    fn count_error(c: u32, b: u32) -> u32 {
+        let d = count(fraction(c, b), b);
+        let e = d.abs_diff(c);
+        assert!(e <= count_bound(b), "{c} of {b} reads back as {d}");
+        assert_eq!(d == 0, c == 0, "{c} of {b} reads back as {d}");
+        assert!(d <= b, "{c} of {b} reads back as {d}");
+        e
+    }
+
+    #[test]
+    fn packed_counts_on_large_boxes_stay_within_the_stated_bound() {
+        // Every count of these boxes, small to large, around the 16-bit and half-step edges.
+        for (b, worst) in [
+            (300, 0),
+            (65_535, 0),
+            (65_536, 1),
+            (100_000, 1),
+            (131_070, 1),
+            (131_071, 1),
+            (262_144, 3),
+            (353_889, 4),
+            (1 << 20, 15),
+            (1 << 22, 63),
+        ] {
+            let max = (0..=b).map(|c| count_error(c, b)).max().unwrap();
+            assert_eq!(max, worst, "box {b}");
+        }
+        // Seeded boxes up to u32::MAX, half the counts under two steps (where the clamp acts).
+        let mut rng = crate::trace::SplitMix64(0xb0c5);
+        for _ in 0..1_000_000 {
+            let b = 65_536 + (rng.next_u64() % u64::from(u32::MAX - 65_535)) as u32;
+            let c = match rng.next_u64() % 2 {
+                0 => (rng.next_u64() % (2 * u64::from(b) / 65535 + 1)) as u32,
+                _ => (rng.next_u64() % (u64::from(b) + 1)) as u32,
+            };
+            count_error(c, b);
+        }
     }
 }

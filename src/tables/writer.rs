@@ -1,12 +1,13 @@
 //! The streaming table writer: sections are written as they are produced, the checksum is
 //! computed as bytes go out, and the header's length and the section lengths are patched at
-//! the end. Memory: the header, one sees row block (64 rows of up to `n` neighbours) and the
-//! `n + 1` sees offsets; never the file's image.
+//! the end. Memory: the header, a copy of the waypoints (to check visible pairs against the
+//! range and edges against their ends), one sees row block (64 rows of up to `n` neighbours)
+//! and the `n + 1` sees offsets; never the file's image.
 
 use super::edges::Edge;
 use super::file::{Fnv1a, FORMAT_VERSION, MAGIC};
 use super::layout::{self, FLAG_EDGES, FLAG_INTERVIS, FLAG_SCENE, FLAG_SPACING, IVIS, NAVG, SEES};
-use super::los::{for_each_set_bit, read_bits};
+use super::los::{beyond_range, for_each_set_bit, read_bits, within_range};
 use super::{packed, LosTable, TableMeta};
 use crate::agent::Posture;
 use crate::intervis::IntervisRecord;
@@ -35,6 +36,9 @@ pub struct TableWriter<W: Write + Seek> {
     flags: u32,
     los_written: bool,
     last_entry: Option<(u32, u32)>,
+    /// The waypoints, to check the range of visible pairs and the edges' lengths against.
+    waypoints: Vec<Vec3>,
+    range: Option<f32>,
 }
 
 fn misuse(msg: &str) -> Error {
@@ -112,7 +116,14 @@ impl<W: Write + Seek> TableWriter<W> {
             los_written: false,
             last_entry: None,
             header: Vec::new(),
+            waypoints: crate::limits::vec_with_capacity(
+                waypoints.len(),
+                "table waypoints",
+                "use fewer waypoints",
+            )?,
+            range: meta.range,
         };
+        w.waypoints.extend_from_slice(waypoints);
         w.out.write_all(&h)?;
         w.pos = h.len() as u64;
         w.header = h;
@@ -188,6 +199,7 @@ impl<W: Write + Seek> TableWriter<W> {
                 self.shard
             )));
         }
+        self.check_range(los)?;
         self.open_section(1)?;
         for w in los.bits() {
             self.payload(&w.to_le_bytes())?;
@@ -199,6 +211,30 @@ impl<W: Write + Seek> TableWriter<W> {
         }
         self.close_section()?;
         self.los_written = true;
+        Ok(())
+    }
+
+    /// Refuses a visible pair beyond the table's range, as the reader does.
+    fn check_range(&self, los: &LosTable) -> Result<()> {
+        let Some(range) = self.range else {
+            return Ok(());
+        };
+        let (k, m) = self.shard;
+        for i in (k..self.n).step_by(m as usize) {
+            let (s, len) = los.row_bits(i);
+            let a = self.waypoints[i as usize];
+            let mut far = None;
+            for_each_set_bit(los.bits(), s, len, |d| {
+                let j = i + 1 + d as u32;
+                if far.is_none() && !within_range(a, self.waypoints[j as usize], range) {
+                    far = Some(j);
+                }
+            });
+            if let Some(j) = far {
+                let b = self.waypoints[j as usize];
+                return Err(Error::InvalidInput(beyond_range(i, j, a, b, range)));
+            }
+        }
         Ok(())
     }
 
@@ -297,7 +333,7 @@ impl<W: Write + Seek> TableWriter<W> {
         if self.pos != self.head_at[NAVG] + 16 {
             return Err(misuse("write_edges is called once"));
         }
-        super::check_edges(edges, self.n as usize)
+        super::check_edges(edges, &self.waypoints)
             .map_err(|e| Error::InvalidInput(format!("the nav graph's edges do not fit: {e}")))?;
         for e in edges {
             for w in [e.a, e.b, e.kinds.0, e.length.to_bits()] {

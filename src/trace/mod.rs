@@ -219,10 +219,28 @@ pub fn validate_rays(rays: &[Ray]) -> crate::Result<()> {
     Ok(())
 }
 
+/// Refuses a segment `x0,y0,z0,x1,y1,z1` whose ends, each within the coordinate limit, lie
+/// more than [`crate::limits::MAX_COORDINATE`] apart along an axis.
+fn check_span(v: &[f32; 6]) -> Result<(), String> {
+    let limit = crate::limits::MAX_COORDINATE;
+    for (axis, name) in ["x", "y", "z"].iter().enumerate() {
+        let span = (f64::from(v[axis + 3]) - f64::from(v[axis])).abs();
+        if span > f64::from(limit) {
+            return Err(format!(
+                "the segment spans {span:e} m along {name}, longer than the limit of {limit:e} m \
+                 for one segment (its ends are within the coordinate limit); split it into \
+                 shorter segments"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Reads segments from a CSV file: `x0,y0,z0,x1,y1,z1` per line, an optional header of field
 /// names first. A line that is not six finite numbers within
-/// [`crate::limits::MAX_COORDINATE`] is an [`Error::Load`](crate::Error::Load) naming the file
-/// and the 1-based line; a file with no segments is an error too.
+/// [`crate::limits::MAX_COORDINATE`], or whose segment spans more than that along an axis (it
+/// is traced as a ray whose direction is the span), is an [`Error::Load`](crate::Error::Load)
+/// naming the file and the 1-based line; a file with no segments is an error too.
 pub fn read_segments(path: impl AsRef<std::path::Path>) -> crate::Result<Vec<Segment>> {
     let path = path.as_ref();
     let name = path.display().to_string();
@@ -233,6 +251,7 @@ pub fn read_segments(path: impl AsRef<std::path::Path>) -> crate::Result<Vec<Seg
             let v = crate::csv::numbers::<6>(&fields).map_err(|e| {
                 crate::Error::load_at(&name, line, format!("expected x0,y0,z0,x1,y1,z1: {e}"))
             })?;
+            check_span(&v).map_err(|m| crate::Error::load_at(&name, line, m))?;
             Ok(Segment::new(
                 Vec3::new(v[0], v[1], v[2]),
                 Vec3::new(v[3], v[4], v[5]),

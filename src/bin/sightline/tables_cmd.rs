@@ -100,8 +100,8 @@ impl Progress {
 
 pub fn inspect(path: &Path) -> AnyResult<()> {
     let t = std::time::Instant::now();
-    let table = TableFile::read_from(path)?;
-    println!("{}", table.summary());
+    let (table, version) = TableFile::read_versioned(path)?;
+    println!("{}", table.summary(version));
     println!(
         "read and verified in {:.1} ms",
         t.elapsed().as_secs_f64() * 1e3

@@ -6,14 +6,17 @@ use crate::limits::{vec_with_capacity, MAX_TRIANGLES, MAX_VERTICES};
 use crate::scene::Scene;
 use ::gltf::accessor::{DataType, Dimensions};
 use ::gltf::mesh::Mode;
-use ::gltf::{buffer, Accessor, Node, Semantic};
+use ::gltf::{buffer, Accessor, Document, Node, Semantic};
 use glam::{Mat4, Vec3};
 use std::path::Path;
 
-/// More node visits than this means a hierarchy that shares subtrees explosively.
-const MAX_NODE_VISITS: usize = 1 << 24;
-
 /// Loads the default scene (else the first scene, else every root node) of a glTF 2.0 file.
+///
+/// The node hierarchy must be a forest, as the glTF specification requires: a node listed as a
+/// child more than once (by one node or by several), a scene root that is also a child, a root
+/// listed twice, or a cycle is refused with an error naming the node. So every node is visited
+/// at most once and the work is bounded by the file's size; a mesh used by several nodes
+/// (instancing) is fine, and each instance counts against [`MAX_TRIANGLES`] before it is read.
 pub fn load_gltf(
     path: impl AsRef<Path>,
     options: &LoadOptions,
@@ -30,48 +33,131 @@ pub fn load_gltf(
         fail(format!("cannot load the glTF buffers: {e}; the .bin file next to the .gltf may be missing, truncated or from another export"))
     })?;
     let mut b = Builder::new(path, options)?;
+    let parents = node_parents(&document).map_err(fail)?;
+    let roots = scene_roots(&document, &parents).map_err(fail)?;
+    add_nodes(&mut b, &buffers, roots, document.nodes().len()).map_err(fail)?;
+    b.finish()
+}
 
-    let roots: Vec<Node> = match document
+/// `node 3 "Door"`: how errors name a node.
+fn node_label(node: &Node) -> String {
+    format!("node {} {:?}", node.index(), node.name().unwrap_or(""))
+}
+
+/// Each node's parent. A node listed as a child twice (in one `children` list or in two) is an
+/// error naming it and both parents: glTF requires every node to have at most one parent, and a
+/// file that shares subtrees that way can describe 2^40 paths in a kilobyte.
+fn node_parents(document: &Document) -> Result<Vec<Option<usize>>, String> {
+    let mut parents: Vec<Option<usize>> = vec![None; document.nodes().len()];
+    for node in document.nodes() {
+        for child in node.children() {
+            if let Some(first) = parents[child.index()] {
+                return Err(format!(
+                    "{} is listed as a child of node {first} and again of node {}; a glTF node may have only one parent, so use a separate node per instance of a mesh",
+                    node_label(&child),
+                    node.index()
+                ));
+            }
+            parents[child.index()] = Some(node.index());
+        }
+    }
+    Ok(parents)
+}
+
+/// The root nodes to load: the default scene's (else the first scene's), which must be distinct
+/// and have no parent; without scenes, every node without a parent, and then no node may be in a
+/// cycle of parents, which would leave it out without a word.
+fn scene_roots<'a>(
+    document: &'a Document,
+    parents: &[Option<usize>],
+) -> Result<Vec<Node<'a>>, String> {
+    let Some(scene) = document
         .default_scene()
         .or_else(|| document.scenes().next())
-    {
-        Some(scene) => scene.nodes().collect(),
-        None => {
-            let mut is_child = vec![false; document.nodes().len()];
-            document
+    else {
+        if let Some(cycle) = parent_cycle(parents) {
+            let node = document
                 .nodes()
-                .flat_map(|n| n.children())
-                .for_each(|c| is_child[c.index()] = true);
-            document.nodes().filter(|n| !is_child[n.index()]).collect()
+                .nth(cycle)
+                .map_or(format!("node {cycle}"), |n| node_label(&n));
+            return Err(format!(
+                "{node} is its own ancestor; the node hierarchy must be a tree"
+            ));
         }
+        return Ok(document
+            .nodes()
+            .filter(|n| parents[n.index()].is_none())
+            .collect());
     };
-    // Depth-first, parent before children, children in file order; `path` holds the
-    // ancestors of the node being visited so that cycles are errors, not stack overflows.
-    let mut stack: Vec<(Node, Mat4, usize)> = roots
+    let mut listed = vec![false; parents.len()];
+    let roots: Vec<Node> = scene.nodes().collect();
+    for root in &roots {
+        if let Some(parent) = parents[root.index()] {
+            return Err(format!("{} is a root of scene {} and also a child of node {parent}; a scene lists only root nodes, remove one of the two", node_label(root), scene.index()));
+        }
+        if std::mem::replace(&mut listed[root.index()], true) {
+            return Err(format!(
+                "{} is listed twice in scene {}; list each root once",
+                node_label(root),
+                scene.index()
+            ));
+        }
+    }
+    Ok(roots)
+}
+
+/// A node on a cycle of parents, if any. Each node has at most one parent, so walking up from a
+/// node either ends at a root, joins a walk already known to end at one, or comes back to a node
+/// of the same walk: that node is on a cycle. Every node is walked over once.
+fn parent_cycle(parents: &[Option<usize>]) -> Option<usize> {
+    const NEW: u8 = 0;
+    const WALKING: u8 = 1;
+    const ROOTED: u8 = 2;
+    let mut state = vec![NEW; parents.len()];
+    for start in 0..parents.len() {
+        let mut at = Some(start);
+        while let Some(node) = at.filter(|&n| state[n] == NEW) {
+            state[node] = WALKING;
+            at = parents[node];
+        }
+        if at.is_some_and(|n| state[n] == WALKING) {
+            return at;
+        }
+        let mut mark = Some(start);
+        while let Some(node) = mark.filter(|&n| state[n] == WALKING) {
+            state[node] = ROOTED;
+            mark = parents[node];
+        }
+    }
+    None
+}
+
+/// Adds the meshes of `roots` and their descendants: depth-first, parent before children,
+/// children in file order. A node reached twice is an error, so at most `node_count` visits.
+fn add_nodes(
+    b: &mut Builder,
+    buffers: &[buffer::Data],
+    roots: Vec<Node>,
+    node_count: usize,
+) -> Result<(), String> {
+    let mut stack: Vec<(Node, Mat4)> = roots
         .into_iter()
         .rev()
-        .map(|n| (n, Mat4::IDENTITY, 0))
+        .map(|n| (n, Mat4::IDENTITY))
         .collect();
-    let mut ancestors: Vec<usize> = Vec::new();
-    let mut visits = 0usize;
-    while let Some((node, parent, depth)) = stack.pop() {
-        ancestors.truncate(depth);
-        let label = format!("node {} {:?}", node.index(), node.name().unwrap_or(""));
-        if ancestors.contains(&node.index()) {
-            return Err(fail(format!(
-                "{label} is its own ancestor; the node hierarchy must be a tree"
-            )));
+    let mut visited = vec![false; node_count];
+    while let Some((node, parent)) = stack.pop() {
+        let label = node_label(&node);
+        if std::mem::replace(&mut visited[node.index()], true) {
+            return Err(format!(
+                "{label} is reached twice; the node hierarchy must be a tree"
+            ));
         }
-        visits += 1;
-        if visits > MAX_NODE_VISITS {
-            return Err(fail(format!("more than {MAX_NODE_VISITS} node visits; the hierarchy shares subtrees too often, flatten it")));
-        }
-        ancestors.push(node.index());
         let local = Mat4::from_cols_array_2d(&node.transform().matrix());
         if !local.is_finite() {
-            return Err(fail(format!(
+            return Err(format!(
                 "{label} has a non-finite transform; fix its matrix or translation/rotation/scale"
-            )));
+            ));
         }
         let world = parent * local;
         if let Some(mesh) = node.mesh() {
@@ -82,14 +168,14 @@ pub fn load_gltf(
                     mesh.index(),
                     mesh.name().unwrap_or("")
                 );
-                add_primitive(&mut b, &buffers, &prim, world, &what)
-                    .map_err(|m| fail(format!("{what}: {m}")))?;
+                add_primitive(b, buffers, &prim, world, &what)
+                    .map_err(|m| format!("{what}: {m}"))?;
             }
         }
         let children: Vec<Node> = node.children().collect();
-        stack.extend(children.into_iter().rev().map(|c| (c, world, depth + 1)));
+        stack.extend(children.into_iter().rev().map(|c| (c, world)));
     }
-    b.finish()
+    Ok(())
 }
 
 /// Adds one primitive's triangles; errors are messages to prefix with the primitive's name.
