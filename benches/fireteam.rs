@@ -152,7 +152,13 @@ fn main() {
         goal: ne,
         sector: None,
     };
-    let mut sim = Simulation::new(&world, &[order.clone()], SimParams::standard(), 1).expect("sim");
+    let mut sim = Simulation::new(
+        &world,
+        std::slice::from_ref(&order),
+        SimParams::standard(),
+        1,
+    )
+    .expect("sim");
     while sim.now() < 60.0 && sim.advance().expect("advance") {}
     let eta = sim.eta().clone();
     let route = Route::new(&world, ours.nodes.clone());
@@ -258,10 +264,15 @@ fn main() {
     grp.finish();
 
     // A whole move, end to end.
-    let out = Simulation::new(&world, &[order.clone()], SimParams::standard(), 1)
-        .expect("sim")
-        .run()
-        .expect("run");
+    let out = Simulation::new(
+        &world,
+        std::slice::from_ref(&order),
+        SimParams::standard(),
+        1,
+    )
+    .expect("sim")
+    .run()
+    .expect("run");
     eprintln!(
         "move: arrived {} after {:.0} s simulated, {} plans, {} catch-ups, {} frames",
         out.arrived,
@@ -274,8 +285,13 @@ fn main() {
     grp.sample_size(10);
     grp.bench_function("4_members", |b| {
         b.iter(|| {
-            let sim =
-                Simulation::new(&world, &[order.clone()], SimParams::standard(), 1).expect("sim");
+            let sim = Simulation::new(
+                &world,
+                std::slice::from_ref(&order),
+                SimParams::standard(),
+                1,
+            )
+            .expect("sim");
             black_box(sim.run().expect("run").arrived)
         })
     });

@@ -490,7 +490,7 @@ fn measure(name: &str, scene: &Scene, seed: u64, span: f32) -> Figures {
                 }
                 match j.nearest {
                     None => f.answered_oracle_none += 1,
-                    Some((_, d, _)) if d == 0.0 => {
+                    Some((_, 0.0, _)) => {
                         f.hidden_in_place.push(c.path_length);
                         if c.path_length > 0.0 {
                             odd.push(format!(

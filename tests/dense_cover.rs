@@ -177,7 +177,7 @@ fn standing_under_a_bridge_deck_is_neither_hidden_nor_possible() {
     )
     .unwrap();
     assert!(
-        grid[0].sensors[0].hidden[2] == false,
+        !grid[0].sensors[0].hidden[2],
         "clearance: the seed's grid no longer calls the agent's own spot standing-hidden"
     );
 }

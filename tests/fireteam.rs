@@ -627,10 +627,15 @@ fn catch_up_when_a_member_is_held_back() {
         goal: to,
         sector: None,
     };
-    let free = Simulation::new(&world, &[order.clone()], SimParams::standard(), 1)
-        .unwrap()
-        .run()
-        .unwrap();
+    let free = Simulation::new(
+        &world,
+        std::slice::from_ref(&order),
+        SimParams::standard(),
+        1,
+    )
+    .unwrap()
+    .run()
+    .unwrap();
     let mut sim = Simulation::new(&world, &[order], SimParams::standard(), 1).unwrap();
     sim.hold(3, 40.0);
     let held = sim.run().unwrap();

@@ -247,9 +247,7 @@ fn check_invariants(t: &TableFile, bytes: &[u8]) {
     assert_eq!(&TableFile::from_bytes(&again, "again.slt").unwrap(), t);
 }
 
-fn fake_measure(
-    w: &[Vec3],
-) -> impl FnMut(&[Vec3], &[(u32, u32)]) -> sightline::Result<Vec<IntervisRecord>> + '_ {
+fn fake_measure(w: &[Vec3]) -> impl sightline::tables::IntervisFn + '_ {
     move |_, pairs| {
         Ok(pairs
             .iter()
@@ -413,7 +411,8 @@ fn consistent_checksum_inconsistent_content_is_named() {
     let (_, good) = seeds().remove(0);
     let (_, heads) = heads_v3(&good).unwrap();
     let t = TableFile::from_bytes(&good, "good.slt").unwrap();
-    let cases: Vec<(&str, Box<dyn Fn(&mut Vec<u8>)>)> = vec![
+    type Corrupt = Box<dyn Fn(&mut Vec<u8>)>;
+    let cases: Vec<(&str, Corrupt)> = vec![
         (
             "eye height",
             Box::new(|b| b[40..44].copy_from_slice(&f32::NAN.to_bits().to_le_bytes())),

@@ -23,9 +23,7 @@ fn params(spacing: f32) -> PrecomputeParams {
 
 /// A deterministic stand-in for the intervis measurement: records from the pair's distance,
 /// with some pairs fully occluded (exposed == 0) so they are dropped.
-fn fake_measure(
-    waypoints: &[Vec3],
-) -> impl FnMut(&[Vec3], &[(u32, u32)]) -> sightline::Result<Vec<IntervisRecord>> + '_ {
+fn fake_measure(waypoints: &[Vec3]) -> impl sightline::tables::IntervisFn + '_ {
     move |_, pairs| {
         Ok(pairs
             .iter()
@@ -626,16 +624,18 @@ fn streaming_writer_and_mapped_reader_agree_with_the_eager_table() {
     let run = |shard, path: Option<&PathBuf>| {
         let mut m = fake_measure(&w);
         match path {
-            None => Err(tables::precompute(
-                &engine,
-                &scene,
-                "urban",
-                &p,
-                shard,
-                Some(&mut m),
-                |_, _, _| {},
-            )
-            .unwrap()),
+            None => Err(Box::new(
+                tables::precompute(
+                    &engine,
+                    &scene,
+                    "urban",
+                    &p,
+                    shard,
+                    Some(&mut m),
+                    |_, _, _| {},
+                )
+                .unwrap(),
+            )),
             Some(path) => Ok(tables::precompute_to_file(
                 &engine,
                 &scene,

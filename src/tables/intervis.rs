@@ -10,6 +10,10 @@ use glam::Vec3;
 /// real one; tests fill records deterministically.
 pub type MeasureFn<'a> = dyn FnMut(&[Vec3], &[(u32, u32)]) -> Result<Vec<IntervisRecord>> + 'a;
 
+/// A [`MeasureFn`] by value: what [`intervis_measure`] returns (any such closure is one).
+pub trait IntervisFn: FnMut(&[Vec3], &[(u32, u32)]) -> Result<Vec<IntervisRecord>> {}
+impl<F: FnMut(&[Vec3], &[(u32, u32)]) -> Result<Vec<IntervisRecord>>> IntervisFn for F {}
+
 /// The stencil-pass measurement ([`crate::intervis::measure::measure`]) for tables: the
 /// observer's eye `eye_height` above waypoint `i`, a target in `posture` at waypoint `j`.
 pub fn intervis_measure<'a>(
@@ -18,7 +22,7 @@ pub fn intervis_measure<'a>(
     eye_height: f32,
     posture: crate::agent::Posture,
     params: &'a crate::intervis::measure::IntervisParams,
-) -> impl FnMut(&[Vec3], &[(u32, u32)]) -> Result<Vec<IntervisRecord>> + 'a {
+) -> impl IntervisFn + 'a {
     move |waypoints, pairs| {
         let pairs: Vec<_> = pairs
             .iter()

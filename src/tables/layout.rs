@@ -108,7 +108,7 @@ pub(crate) fn check_meta(meta: &TableMeta, n: u64, shard: (u32, u32)) -> Result<
     if n > MAX_WAYPOINTS {
         return Err(format!("{n} waypoints, over the limit of {MAX_WAYPOINTS}"));
     }
-    let finite = |x: f32| x.is_finite() && x >= 0.0 && x <= MAX_COORDINATE;
+    let finite = |x: f32| (0.0..=MAX_COORDINATE).contains(&x);
     if !finite(meta.eye_height) {
         return Err(format!(
             "eye height {} is not a finite number of metres >= 0",
@@ -181,7 +181,7 @@ pub(crate) fn validate(bytes: &[u8]) -> Result<Layout, String> {
             bytes.len()
         ));
     }
-    if bytes.len() % 8 != 0 {
+    if !bytes.len().is_multiple_of(8) {
         return Err(bad("the length is not a multiple of 8"));
     }
     let n = u64_at(bytes, 24);
@@ -491,7 +491,7 @@ pub(crate) fn intervis_entry(bytes: &[u8], l: &Layout, e: usize) -> (u32, u32, I
 
 fn check_intervis(bytes: &[u8], l: &Layout) -> Result<(), String> {
     let len = l.body[IVIS].len();
-    if len % l.entry_bytes != 0 || (l.flags & FLAG_INTERVIS == 0 && len != 0) {
+    if !len.is_multiple_of(l.entry_bytes) || (l.flags & FLAG_INTERVIS == 0 && len != 0) {
         return Err(bad(format_args!(
             "the intervis section has {len} bytes: not whole {}-byte entries, or intervis \
              was not computed",
@@ -527,7 +527,7 @@ fn check_intervis(bytes: &[u8], l: &Layout) -> Result<(), String> {
 
 fn check_edges(bytes: &[u8], l: &Layout) -> Result<(), String> {
     let g = &bytes[l.body[NAVG].clone()];
-    if g.len() % 16 != 0 || (l.flags & FLAG_EDGES == 0 && !g.is_empty()) {
+    if !g.len().is_multiple_of(16) || (l.flags & FLAG_EDGES == 0 && !g.is_empty()) {
         return Err(bad(
             "the nav graph section is not whole 16-byte edges, or no graph was stored",
         ));

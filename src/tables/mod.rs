@@ -38,7 +38,9 @@ pub mod writer;
 
 pub use edges::{check_edges, Edge, EdgeKinds};
 pub use file::{FORMAT_VERSION, MAGIC};
-pub use intervis::{compute_intervis, intervis_measure, IntervisTable, MeasureFn, MEASURE_BATCH};
+pub use intervis::{
+    compute_intervis, intervis_measure, IntervisFn, IntervisTable, MeasureFn, MEASURE_BATCH,
+};
 pub use los::{compute_los, compute_los_shard, LosParams, LosTable};
 /// The head of the `los_table` kernel's input, for the shader layout test; not part of the API.
 #[doc(hidden)]

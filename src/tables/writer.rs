@@ -74,11 +74,11 @@ impl<W: Write + Seek> TableWriter<W> {
             Posture::Crouching => 1,
             Posture::Prone => 2,
         };
-        let flags = u32::from(intervis) * FLAG_INTERVIS
-            | u32::from(meta.spacing.is_some()) * FLAG_SPACING
-            | u32::from(edges) * FLAG_EDGES
-            | posture << 3
-            | u32::from(meta.scene_digest.is_some()) * FLAG_SCENE;
+        let flags = (u32::from(intervis) * FLAG_INTERVIS)
+            | (u32::from(meta.spacing.is_some()) * FLAG_SPACING)
+            | (u32::from(edges) * FLAG_EDGES)
+            | (posture << 3)
+            | (u32::from(meta.scene_digest.is_some()) * FLAG_SCENE);
         let mut h = Vec::with_capacity(80 + meta.scene.len() + 8);
         h.extend_from_slice(&MAGIC);
         for w in [FORMAT_VERSION, flags] {

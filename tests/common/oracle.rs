@@ -181,8 +181,8 @@ pub fn flood(engine: &Engine, scene: &Scene, agent: &Agent, m: &Moves) -> Vec<Sp
                 let c = (su.cell.0 + di, su.cell.1 + dj);
                 if let Some(g) = entered_ground(&su, c) {
                     let k = (c.0, c.1, cm(g.y));
-                    if !index.contains_key(&k) {
-                        index.insert(k, spots.len());
+                    if let std::collections::hash_map::Entry::Vacant(e) = index.entry(k) {
+                        e.insert(spots.len());
                         new.push(spots.len());
                         spots.push(Spot {
                             cell: c,
