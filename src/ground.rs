@@ -343,7 +343,7 @@ impl GroundSurvey {
 }
 
 /// Surveys the scene ([`GroundSurvey`]): its winding, read as a loader would, and a
-/// [`SURVEY_SIDE`]-square grid of downward rays over its footprint, each passing surfaces met
+/// 64-square grid of downward rays over its footprint, each passing surfaces met
 /// from the back (ceilings seen from above) until one faces it.
 pub fn survey(engine: &Engine, scene: &Scene, max_slope: f32) -> Result<GroundSurvey> {
     let Some((lo, hi)) = scene.bounds() else {

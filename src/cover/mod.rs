@@ -6,7 +6,7 @@
 //! - [`sensor_grid`]: Darken, Morgan and Paull's sensor grid (Darken, Morgan, Paull), batched over many agents.
 //! - [`field`]: Morgan's depth-map method (Morgan, IV.E) as an area-wide GPU cover field.
 //!
-//! Cover versus concealment is the query's [`Mask`](crate::Mask): concealment hides from sight
+//! Cover versus concealment is the query's [`Mask`]: concealment hides from sight
 //! (`Mask::SIGHT`: foliage counts, bullet-proof glass does not), cover stops fire
 //! (`Mask::FIRE`: glass counts, foliage does not).
 

@@ -36,7 +36,7 @@
 //! are quantised to the version-3 packing as they are read, so a table read and written again
 //! reads back equal.
 //!
-//! [`layout`](super::layout) holds every check a file passes; [`TableFile::from_bytes`] copies
+//! [`super::layout`] holds every check a file passes; [`TableFile::from_bytes`] copies
 //! the sections out after them, [`MappedTable`](super::MappedTable) reads them in place, and
 //! [`TableWriter`] writes section by section.
 

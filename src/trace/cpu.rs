@@ -324,7 +324,7 @@ fn walk(
     }
 }
 
-/// Any blocking triangle with `0 < t < t_max`, for many rays, [`LANES`] at a time: [`walk`] per ray, but the lanes are
+/// Any blocking triangle with `0 < t < t_max`, for many rays, [`LANES`] at a time: `walk` per ray, but the lanes are
 /// stepped in turn, one stack entry each, so the out-of-order core overlaps their memory and
 /// arithmetic latency (one incoherent ray is a chain of dependent loads). A lane that finishes
 /// takes the next ray. Rays whose bit is already set in `words` are skipped; hits set theirs.

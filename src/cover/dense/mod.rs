@@ -183,7 +183,7 @@ pub fn find_cover(
 /// where the scene changed) first, then only visibility is traced.
 ///
 /// On a GPU every reachable cell's prone head, then the nearest hidden heads' whole bodies,
-/// are traced for the whole batch up front ([`eager`]), and the intervis measurement takes
+/// are traced for the whole batch up front (`dense/eager.rs`), and the intervis measurement takes
 /// the first few candidates of every query at once: three waits for a batch of any size when
 /// nothing is missing. The CPU searches lazily, a band at a time. Both choose alike: the same
 /// search runs over the same cached results.

@@ -49,7 +49,7 @@ impl std::str::FromStr for Winding {
     }
 }
 
-/// What [`orient`] found and did.
+/// What the loader's winding pass found and did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WindingReport {
     /// Connected parts of the mesh.

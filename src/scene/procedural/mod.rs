@@ -39,7 +39,7 @@ use glam::{Affine3A, Vec3};
 pub const NAMES: [&str; 4] = ["rock", "village", "sniper", "urban"];
 
 /// A built-in scene by name. An unknown name is [`Error::InvalidParameter`](crate::Error);
-/// a detail over [`MAX_DETAIL`](crate::limits::MAX_DETAIL), or one whose triangles would not fit
+/// a detail over [`crate::limits::MAX_DETAIL`], or one whose triangles would not fit
 /// the triangle limit or this machine's memory, is refused before anything is built.
 pub fn by_name(name: &str, seed: u64, detail: u32) -> crate::Result<Scene> {
     let build = |d: u32| -> Option<Scene> {
