@@ -349,7 +349,7 @@ pub fn survey(engine: &Engine, scene: &Scene, max_slope: f32) -> Result<GroundSu
     let Some((lo, hi)) = scene.bounds() else {
         return Ok(GroundSurvey::default());
     };
-    let winding = crate::scene::winding_of(scene);
+    let winding = scene.winding();
     let mut s = GroundSurvey {
         triangles: scene.triangle_count(),
         inside_out_triangles: winding.triangles_flipped,

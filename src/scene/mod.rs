@@ -144,6 +144,9 @@ pub struct Scene {
     uid: u64,
     revisions: [u64; 2],
     tiers: [OnceLock<Tier>; 2],
+    /// How the scene reads as wound ([`Scene::winding`]), worked out on first use after a
+    /// change.
+    winding: OnceLock<WindingReport>,
 }
 
 impl Clone for Scene {
@@ -155,6 +158,7 @@ impl Clone for Scene {
             uid: NEXT_SCENE_UID.fetch_add(1, Ordering::Relaxed),
             revisions: self.revisions,
             tiers: self.tiers.clone(),
+            winding: self.winding.clone(),
         }
     }
 }
@@ -182,6 +186,7 @@ impl Scene {
             uid: NEXT_SCENE_UID.fetch_add(1, Ordering::Relaxed),
             revisions: [0; 2],
             tiers: [OnceLock::new(), OnceLock::new()],
+            winding: OnceLock::new(),
         }
     }
 
@@ -260,6 +265,7 @@ impl Scene {
         let mobility = obj.mobility;
         let t = tier_index(mobility);
         self.revisions[t] += 1;
+        self.winding = OnceLock::new();
         if mobility == Mobility::Movable {
             if let Some(mut tier) = self.tiers[t].take() {
                 self.refit(&mut tier);
@@ -325,6 +331,15 @@ impl Scene {
             .flatten()
             .map(|o| o.mesh.triangles.len())
             .sum()
+    }
+
+    /// All live objects' meshes in world space, in one mesh (their vertices stay shared).
+    pub(crate) fn world_mesh(&self) -> Mesh {
+        let mut out = Mesh::default();
+        for obj in self.objects.iter().flatten() {
+            out.append(&obj.mesh, obj.transform);
+        }
+        out
     }
 
     /// All live triangles in world space, with their material indices, in scene-id order.
@@ -409,6 +424,13 @@ impl Scene {
         let t = tier_index(mobility);
         self.revisions[t] += 1;
         self.tiers[t] = OnceLock::new();
+        self.winding = OnceLock::new();
+    }
+
+    /// What [`Winding::Auto`] would flip in this scene's world triangles, read as a loader
+    /// reads a file ([`winding_of`]); kept until the scene changes.
+    pub fn winding(&self) -> &WindingReport {
+        self.winding.get_or_init(|| winding_of(self))
     }
 
     fn refit(&self, tier: &mut Tier) {

@@ -21,7 +21,8 @@ use super::super::{Material, Mesh, Scene};
 use crate::scene::{Mask, MaterialFlags};
 use crate::trace::Ray;
 use glam::{DVec3, Vec3};
-use std::collections::HashMap;
+use rayon::prelude::*;
+use rustc_hash::FxHashMap as HashMap;
 
 /// How the file's triangles are wound.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -137,6 +138,17 @@ impl Part {
 /// Orients `mesh` as `winding` says (module docs) and reports what it did. `materials` lets
 /// the open-part test trace against the mesh.
 pub fn orient(mesh: &mut Mesh, materials: &[Material], winding: Winding) -> WindingReport {
+    orient_in(mesh, None, materials, winding)
+}
+
+/// [`orient`], tracing the open-part test against `scene` (the mesh's own geometry) when
+/// given, else against a scene built from the mesh.
+fn orient_in(
+    mesh: &mut Mesh,
+    scene: Option<&Scene>,
+    materials: &[Material],
+    winding: Winding,
+) -> WindingReport {
     let parts = parts(mesh);
     let mut report = WindingReport {
         parts: parts.len(),
@@ -180,7 +192,7 @@ pub fn orient(mesh: &mut Mesh, materials: &[Material], winding: Winding) -> Wind
         }
     }
     if !open_down.is_empty() {
-        let under = nothing_under(mesh, materials, &open_down);
+        let under = nothing_under(mesh, scene, materials, &open_down);
         for (p, bare) in open_down.into_iter().zip(under) {
             if bare {
                 flip(mesh, p.triangles.iter().copied());
@@ -196,11 +208,12 @@ pub fn orient(mesh: &mut Mesh, materials: &[Material], winding: Winding) -> Wind
 /// by position, read as a loader reads a file.
 #[must_use]
 pub fn winding_of(scene: &Scene) -> WindingReport {
-    let mut mesh = Mesh::default();
-    for ([a, b, c], m) in scene.world_triangles() {
-        mesh.push_triangle(a, b, c, m);
-    }
-    orient(&mut mesh, scene.materials(), Winding::Auto)
+    orient_in(
+        &mut scene.world_mesh(),
+        Some(scene),
+        scene.materials(),
+        Winding::Auto,
+    )
 }
 
 /// Reverses the winding of the given triangles (swaps their last two vertices).
@@ -212,7 +225,7 @@ fn flip(mesh: &mut Mesh, triangles: impl IntoIterator<Item = u32>) {
 
 /// The mesh's connected parts, vertices welded by exact position.
 fn parts(mesh: &Mesh) -> Vec<Part> {
-    let mut weld: HashMap<[u32; 3], u32> = HashMap::new();
+    let mut weld: HashMap<[u32; 3], u32> = HashMap::default();
     let id: Vec<u32> = mesh
         .positions
         .iter()
@@ -227,7 +240,7 @@ fn parts(mesh: &Mesh) -> Vec<Part> {
         sets.union(a, b);
         sets.union(a, c);
     }
-    let mut index: HashMap<u32, usize> = HashMap::new();
+    let mut index: HashMap<u32, usize> = HashMap::default();
     let mut groups: Vec<Vec<u32>> = Vec::new();
     for (k, t) in mesh.triangles.iter().enumerate() {
         let root = sets.find(id[t[0] as usize]);
@@ -238,7 +251,7 @@ fn parts(mesh: &Mesh) -> Vec<Part> {
         groups[g].push(k as u32);
     }
     groups
-        .into_iter()
+        .into_par_iter()
         .map(|triangles| measure(mesh, &id, triangles))
         .collect()
 }
@@ -247,7 +260,7 @@ fn parts(mesh: &Mesh) -> Vec<Part> {
 fn measure(mesh: &Mesh, id: &[u32], triangles: Vec<u32>) -> Part {
     let corner = |t: u32| mesh.triangles[t as usize];
     let origin = mesh.positions[corner(triangles[0])[0] as usize].as_dvec3();
-    let mut edges: HashMap<(u32, u32), i32> = HashMap::new();
+    let mut edges: HashMap<(u32, u32), i32> = HashMap::default();
     let (mut volume, mut up, mut down) = (0.0, 0.0, 0.0);
     for &t in &triangles {
         let v = corner(t);
@@ -281,9 +294,22 @@ const SAMPLES: usize = 32;
 
 /// For each open part facing down: whether nothing lies under its largest downward faces (at
 /// most one in four of [`SAMPLES`] rays from just under their centres meets anything).
-fn nothing_under(mesh: &Mesh, materials: &[Material], parts: &[&Part]) -> Vec<bool> {
-    let Ok(scene) = Scene::from_mesh(mesh.clone(), materials.to_vec()) else {
-        return vec![false; parts.len()];
+fn nothing_under(
+    mesh: &Mesh,
+    scene: Option<&Scene>,
+    materials: &[Material],
+    parts: &[&Part],
+) -> Vec<bool> {
+    let built;
+    let scene = match scene {
+        Some(s) => s,
+        None => match Scene::from_mesh(mesh.clone(), materials.to_vec()) {
+            Ok(s) => {
+                built = s;
+                &built
+            }
+            Err(_) => return vec![false; parts.len()],
+        },
     };
     let engine = crate::Engine::cpu();
     let all = Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
@@ -291,7 +317,7 @@ fn nothing_under(mesh: &Mesh, materials: &[Material], parts: &[&Part]) -> Vec<bo
         .iter()
         .map(|p| {
             let rays = under_rays(mesh, p);
-            let Ok(hits) = engine.closest_hit(&scene, &rays, all) else {
+            let Ok(hits) = engine.closest_hit(scene, &rays, all) else {
                 return false;
             };
             !rays.is_empty() && 4 * hits.iter().filter(|h| h.is_some()).count() <= rays.len()
