@@ -159,7 +159,10 @@ impl Owners {
 pub struct Search {
     pub queries: Vec<CoverQuery>,
     pub params: SensorGridParams,
+    /// The grid's offsets with +x straight ahead ([`SensorGridParams::layout`]).
     pub layout: Vec<(u32, Vec3)>,
+    /// Per query: where straight ahead points ([`super::facing`]).
+    pub facing: Vec<glam::Vec2>,
     pub sensors: Vec<Sensor>,
     pub rays: Vec<usize>,
     stage: Stage,
@@ -184,6 +187,7 @@ impl Search {
         };
         Search {
             layout: params.layout(),
+            facing: queries.iter().map(super::facing).collect(),
             rays: vec![0; queries.len()],
             open: (0..queries.len()).collect(),
             vias: vec![Vec::new(); queries.len()],
@@ -195,6 +199,12 @@ impl Search {
             round_start: 0,
             parts: Vec::new(),
         }
+    }
+
+    /// Sensor `index`'s offset from query `q`'s agent: the layout turned toward the query's
+    /// observers ([`super::facing`]).
+    pub fn offset(&self, q: usize, index: usize) -> Vec3 {
+        super::turn(self.layout[index].1, self.facing[q])
     }
 
     pub fn done(&self) -> bool {
@@ -526,7 +536,7 @@ impl Search {
     fn ground_ray(&self, k: usize, which: usize) -> Ray {
         let s = &self.sensors[k];
         let a = &self.queries[s.query].agent;
-        let offset = self.layout[s.index].1;
+        let offset = self.offset(s.query, s.index);
         let d = offset.length();
         let top = a.position + offset + Vec3::Y * self.params.step_height;
         if which == 0 {
