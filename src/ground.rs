@@ -230,7 +230,7 @@ fn peel(
 }
 
 /// Horizontal directions of [`outside_solids`]' rays: the axes and the diagonals.
-const AROUND: [Vec3; 8] = {
+pub const AROUND: [Vec3; 8] = {
     let d = std::f32::consts::FRAC_1_SQRT_2;
     [
         Vec3::X,

@@ -11,7 +11,15 @@
 //!   an agent under fire faces the observers. Morgan's CoverBot (thesis, appendix code,
 //!   `CreateSensorGrid`) lays them from the bot's own rotation; laid along the world's axes
 //!   instead, the same scene turned by 10 degrees put its sensors elsewhere around an obstacle
-//!   and found other cover, or none.
+//!   and found other cover, or none;
+//! - ground inside a closed solid is no place for the body ([`SensorFate::Obstructed`]): where
+//!   the ray straight up from the first ground ray's start meets the back of a face, eight
+//!   horizontal probes ride in the visibility step and settle it as
+//!   [`crate::ground::outside_solids`] does. The paper leaves such a sensor to accessibility
+//!   (step 6: "inside a solid object"), but here a ray from inside a rock sunk into the
+//!   terrain finds the terrain, the body "fits" (nothing is met from inside), every posture is
+//!   hidden, and inside a solid lower than the swept cylinder's lowest segment (a 0.4 m
+//!   plinth) the path in is clear too: the grid chose a spot inside such a plinth.
 //!
 //! Limits of the published method, kept as published:
 //! - 51 sensors 36 degrees apart, rings up to 3 m apart: a shadow narrower than the gaps
@@ -209,8 +217,8 @@ pub struct CoverAnswer {
 }
 
 /// Answers many cover queries with three batched engine calls however many queries there
-/// are (ground and waypoint hops; visibility, clearance and straight access; two-segment
-/// access), each one submission and one wait on the GPU. With `verify` the GPU's candidates
+/// are (ground, the ray up from it and waypoint hops; visibility, clearance, the probes for
+/// solids and straight access; two-segment access), each one submission and one wait on the GPU. With `verify` the GPU's candidates
 /// ride in the last call ([`checks`]) while their body samples stay within a bound (some
 /// 1,800 agents with 4 observers on `dungeon.obj`; more cost a wait per verification round);
 /// the CPU checks them lazily after it. Backends agree by the contract in ARCHITECTURE.md.
