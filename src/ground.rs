@@ -229,36 +229,85 @@ fn peel(
     next
 }
 
-/// Whether each point lies outside every closed solid: of four horizontal rays at `height` above
-/// it (along +x, -x, +z, -z, `reach` metres long), at least one escapes or meets a surface from
-/// its front. A solid wider than `reach` both ways along x or z is not recognised from inside. Inside a closed solid (a crate resting on a floor, whose bottom
-/// coincides with the floor under it) all four meet the solid's sides from the back; in a room,
-/// even one walled with single-sided inward-facing polygons, they meet walls from the front.
-/// Traced against what blocks fire or is walkable (foliage is not a solid one stands in).
+/// Horizontal directions of [`outside_solids`]' rays: the axes and the diagonals.
+pub const AROUND: [Vec3; 8] = {
+    let d = std::f32::consts::FRAC_1_SQRT_2;
+    [
+        Vec3::X,
+        Vec3::NEG_X,
+        Vec3::Z,
+        Vec3::NEG_Z,
+        Vec3::new(d, 0.0, d),
+        Vec3::new(-d, 0.0, -d),
+        Vec3::new(d, 0.0, -d),
+        Vec3::new(-d, 0.0, d),
+    ]
+};
+
+/// Whether each point lies outside every closed solid, from nine rays at `height` above it that
+/// run across the whole scene: one straight up and eight horizontal ones (the axes and the
+/// diagonals). From inside a closed solid the faces met first are met from their back (the
+/// winding normal points along the ray): the ray up meets the solid's top, the horizontal ones
+/// its sides. A point is *inside* when the ray up meets a back face and, of the horizontal
+/// rays, at least two meet a back face and more meet one from the back than from the front
+/// ([`inside_around`]: a crate interpenetrating its neighbour shows the neighbour's front to
+/// a ray or two); the horizontal rays are traced only for points whose ray up met a back face.
+/// A ray that meets nothing has left the scene and counts neither way, so a solid cut open
+/// where the scene ends (a terrain tile cut through a hill) still holds the ground inside it,
+/// however wide it is, while a point in the open (rays up and around that meet nothing, or the
+/// front of a wall, a crate, a hillside) is outside. In a room, even one walled with
+/// single-sided inward-facing polygons, the rays meet walls and ceiling from the front; a room
+/// walled and roofed with single-sided polygons facing *out* reads as a solid. Traced against
+/// what blocks fire or is walkable (foliage is not a solid one stands in). Returns the
+/// verdicts and the number of rays traced.
 pub fn outside_solids(
     engine: &Engine,
     scene: &Scene,
     points: &[Vec3],
     height: f32,
-    reach: f32,
-) -> Result<Vec<bool>> {
+) -> Result<(Vec<bool>, u64)> {
+    let Some((lo, hi)) = scene.bounds() else {
+        return Ok((vec![true; points.len()], 0));
+    };
+    // Longer than any path inside the bounds: a ray that meets nothing has left the scene.
+    let reach = (hi - lo).length() + height.abs() + 1.0;
     let mask = Mask(MaterialFlags::BLOCKS_FIRE.union(MaterialFlags::WALKABLE));
+    let origin = |p: Vec3| p + Vec3::Y * height;
+    // The ray up first: only a point under the back of a face (a solid's top seen from inside)
+    // needs the horizontal ones, and most points are under the open sky or a ceiling.
     let mut out = Vec::with_capacity(points.len());
-    for chunk in points.chunks(FLOOR_BATCH / 4) {
+    for chunk in points.chunks(FLOOR_BATCH) {
+        let up: Vec<Ray> = chunk
+            .iter()
+            .map(|&p| Ray::new(origin(p), Vec3::Y, reach))
+            .collect();
+        let ups = engine.closest_hit(scene, &up, mask)?;
+        out.extend(ups.iter().map(|h| h.is_none_or(|h| !h.back)));
+    }
+    let under: Vec<usize> = (0..points.len()).filter(|&i| !out[i]).collect();
+    for chunk in under.chunks(FLOOR_BATCH / AROUND.len()) {
         let rays: Vec<Ray> = chunk
             .iter()
-            .flat_map(|&p| {
-                [Vec3::X, Vec3::NEG_X, Vec3::Z, Vec3::NEG_Z]
-                    .map(|d| Ray::new(p + Vec3::Y * height, d, reach))
-            })
+            .flat_map(|&i| AROUND.map(|d| Ray::new(origin(points[i]), d, reach)))
             .collect();
         let hits = engine.closest_hit(scene, &rays, mask)?;
-        out.extend(
-            hits.chunks(4)
-                .map(|h| h.iter().any(|h| h.is_none_or(|h| !h.back))),
-        );
+        for (&i, h) in chunk.iter().zip(hits.chunks(AROUND.len())) {
+            out[i] = !inside_around(h);
+        }
     }
-    Ok(out)
+    let rays = points.len() + under.len() * AROUND.len();
+    Ok((out, rays as u64))
+}
+
+/// The horizontal half of the verdict of [`outside_solids`], for a point whose ray straight up
+/// met a back face: inside a closed solid when its horizontal rays met at least two back faces
+/// and more back faces than front ones. Rays that met nothing (they left the scene) count
+/// neither way.
+#[must_use]
+pub fn inside_around(around: &[Option<crate::trace::Hit>]) -> bool {
+    let back = around.iter().flatten().filter(|h| h.back).count();
+    let front = around.iter().flatten().filter(|h| !h.back).count();
+    back >= 2 && back > front
 }
 
 /// Columns per side of the grid [`survey`] traces.

@@ -15,12 +15,13 @@ mod common;
 #[path = "common/gpu.rs"]
 mod gpu;
 
-use glam::{Affine3A, Vec3, Vec3A};
+use glam::{Affine3A, Vec2, Vec3, Vec3A};
 use sightline::nav::{self, CostParams, Edge, EdgeKinds, NavGraph, NavParams, NavReport};
 use sightline::scene::procedural;
 use sightline::tables::{self, PrecomputeParams, TableFile};
+use sightline::underlay::{underlay, Cover};
 use sightline::{
-    Engine, Error, Mask, Material, MaterialFlags, Mesh, Mobility, Ray, Scene, Segment,
+    ground, Engine, Error, Mask, Material, MaterialFlags, Mesh, Mobility, Ray, Scene, Segment,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
@@ -50,30 +51,42 @@ fn scene_of(mesh: Mesh) -> Scene {
 /// A closed hexahedron (planar faces, pointing outwards) from 8 corners indexed
 /// `x | y << 1 | z << 2` (bit set = the far side on that axis).
 fn hexa(mesh: &mut Mesh, c: [Vec3; 8]) {
-    for [a, b, cc, d] in [
-        [0, 4, 6, 2],
-        [1, 3, 7, 5],
-        [0, 1, 5, 4],
-        [2, 6, 7, 3],
-        [0, 2, 3, 1],
-        [4, 5, 7, 6],
-    ] {
-        mesh.push_quad(c[a], c[b], c[cc], c[d], 0);
+    hexa_open(mesh, c, &[]);
+}
+
+/// Faces of [`hexa_open`]: -x, +x, -y, +y, -z, +z.
+const FACES: [[usize; 4]; 6] = [
+    [0, 4, 6, 2],
+    [1, 3, 7, 5],
+    [0, 1, 5, 4],
+    [2, 6, 7, 3],
+    [0, 2, 3, 1],
+    [4, 5, 7, 6],
+];
+
+/// [`hexa`] without the faces listed in `open` (indices into [`FACES`]).
+fn hexa_open(mesh: &mut Mesh, c: [Vec3; 8], open: &[usize]) {
+    for (k, [a, b, cc, d]) in FACES.into_iter().enumerate() {
+        if !open.contains(&k) {
+            mesh.push_quad(c[a], c[b], c[cc], c[d], 0);
+        }
     }
+}
+
+/// The corners of the box `lo..hi`, as [`hexa`] indexes them.
+fn corners(lo: Vec3, hi: Vec3) -> [Vec3; 8] {
+    std::array::from_fn(|k| {
+        Vec3::new(
+            if k & 1 == 0 { lo.x } else { hi.x },
+            if k & 2 == 0 { lo.y } else { hi.y },
+            if k & 4 == 0 { lo.z } else { hi.z },
+        )
+    })
 }
 
 /// A closed box `lo..hi` in the frame `xf`.
 fn cuboid(mesh: &mut Mesh, lo: Vec3, hi: Vec3, xf: Affine3A) {
-    hexa(
-        mesh,
-        std::array::from_fn(|k| {
-            xf.transform_point3(Vec3::new(
-                if k & 1 == 0 { lo.x } else { hi.x },
-                if k & 2 == 0 { lo.y } else { hi.y },
-                if k & 4 == 0 { lo.z } else { hi.z },
-            ))
-        }),
-    );
+    hexa(mesh, corners(lo, hi).map(|c| xf.transform_point3(c)));
 }
 
 /// The 20 m x 20 m floor slab (top at y = 0) over x and z in `-10..10`, or a part of it.
@@ -626,6 +639,210 @@ fn no_node_stands_inside_a_closed_solid_block() {
         inside.len(),
         &inside[..inside.len().min(5)]
     );
+}
+
+// 1c'. Ground inside a solid: a closed solid sunk into the ground (the village's plateau), and
+// one cut open where the scene ends (a terrain tile cut through a hill). The terrain under it
+// lies inside the rock: no node, no waypoint, and no picture shows it under a roof.
+
+/// What stands in the footprint `lo..hi` (x, z) of a solid whose flat top is at `top`.
+#[derive(Debug)]
+struct SolidCheck {
+    /// Nav graph nodes below the top (inside the solid).
+    nodes_inside: Vec<Vec3>,
+    /// Nav graph nodes on the top.
+    nodes_on_top: usize,
+    /// Table waypoints below the top.
+    waypoints_inside: Vec<Vec3>,
+    /// Underlay pixels over the footprint (shrunk by 2 m) drawn under a roof, or not at the top.
+    pixels_not_top: Vec<(Vec2, Cover, f32)>,
+}
+
+fn check_solid(
+    engine: &Engine,
+    name: &str,
+    scene: &Scene,
+    lo: Vec2,
+    hi: Vec2,
+    top: f32,
+) -> SolidCheck {
+    let over = |p: Vec3| p.x > lo.x && p.x < hi.x && p.z > lo.y && p.z < hi.y;
+    let (g, r) = generate(engine, scene, &NavParams::standard());
+    println!("{}", summary(name, &g, &r));
+    let nodes_inside = g
+        .nodes()
+        .iter()
+        .copied()
+        .filter(|&p| over(p) && p.y < top - 0.1)
+        .collect();
+    let nodes_on_top = g
+        .nodes()
+        .iter()
+        .filter(|&&p| over(p) && (p.y - top).abs() < 0.1)
+        .count();
+    let sample = tables::sample_floors(engine, scene, &tables::SampleParams::standard()).unwrap();
+    let waypoints_inside = sample
+        .points
+        .iter()
+        .copied()
+        .filter(|&p| over(p) && p.y < top - 0.1)
+        .collect();
+    // 2 m in from the edges: the village plateau's west face is a slope 1.73 m wide.
+    let (a, b) = (lo + 2.0, hi - 2.0);
+    let px = 0.5;
+    let size = ((b - a) / px).as_uvec2();
+    let u = underlay(engine, scene, a, px, size.x as usize, size.y as usize).unwrap();
+    let pixels_not_top = (0..u.width * u.height)
+        .filter(|&i| u.cover[i] != Cover::Open || (u.elevation[i] - top).abs() > 1e-3)
+        .map(|i| {
+            let c = ground::cell_centre(a, px, u.width, i);
+            (c, u.cover[i], u.elevation[i])
+        })
+        .collect();
+    let check = SolidCheck {
+        nodes_inside,
+        nodes_on_top,
+        waypoints_inside,
+        pixels_not_top,
+    };
+    println!(
+        "  {name}: {} nodes and {} waypoints inside, {} nodes on top, {} of {} pixels over it not \
+         drawn as its open top",
+        check.nodes_inside.len(),
+        check.waypoints_inside.len(),
+        check.nodes_on_top,
+        check.pixels_not_top.len(),
+        u.width * u.height
+    );
+    check
+}
+
+fn assert_nothing_inside(c: &SolidCheck, min_on_top: usize) {
+    let first = |v: &[Vec3]| v[..v.len().min(5)].to_vec();
+    assert!(
+        c.nodes_inside.is_empty(),
+        "{} nodes inside the solid, e.g. {:?}",
+        c.nodes_inside.len(),
+        first(&c.nodes_inside)
+    );
+    assert!(
+        c.waypoints_inside.is_empty(),
+        "{} waypoints inside the solid, e.g. {:?}",
+        c.waypoints_inside.len(),
+        first(&c.waypoints_inside)
+    );
+    assert!(
+        c.pixels_not_top.is_empty(),
+        "{} pixels over the solid drawn otherwise than its open top, e.g. {:?}",
+        c.pixels_not_top.len(),
+        &c.pixels_not_top[..c.pixels_not_top.len().min(5)]
+    );
+    assert!(
+        c.nodes_on_top >= min_on_top,
+        "{} nodes on the solid's top",
+        c.nodes_on_top
+    );
+}
+
+/// The village's plateau (x 25..60, z -60..-25, top at y = 3) is a closed solid sunk 0.5 m into
+/// the terrain, wider than any fixed reach of a sideways probe and touching the scene's bounds
+/// on two sides: the terrain inside it is no floor.
+#[test]
+fn ground_inside_a_solid_is_not_a_floor() {
+    let scene = procedural::village(1, 1);
+    let c = check_solid(
+        &Engine::cpu(),
+        "village plateau",
+        &scene,
+        Vec2::new(25.0, -60.0),
+        Vec2::new(60.0, -25.0),
+        3.0,
+    );
+    // 17 x 18 nodes on the 2 m grid over the top.
+    assert_nothing_inside(&c, 300);
+}
+
+/// The 20 m floor slab with a block `lo..hi` sunk 0.1 m into it, the faces listed in `open`
+/// (indices into [`FACES`]) left out: a solid cut open where the scene's bounds cut it.
+fn cut_block_scene(lo: Vec3, hi: Vec3, open: &[usize]) -> Scene {
+    let mut mesh = Mesh::default();
+    floor(&mut mesh, [-10.0, 10.0]);
+    hexa_open(&mut mesh, corners(lo, hi), open);
+    scene_of(mesh)
+}
+
+/// A solid cut open at the scene's bounds (a user's terrain tile cut through a hill): the rays
+/// that leave the scene through the cut meet nothing, the others meet the solid from the back,
+/// and the ground inside is still no floor; ground beside it and its top still are.
+#[test]
+fn ground_inside_a_solid_cut_open_at_the_scene_bounds_is_not_a_floor() {
+    let engine = Engine::cpu();
+    let top = 2.5;
+    // A corner of the tile (open at +x and +z), and a ridge across it (open at -x and +x).
+    let cases = [
+        (
+            "corner",
+            Vec3::new(-4.0, -0.1, -4.0),
+            Vec3::new(10.0, top, 10.0),
+            [1, 5],
+        ),
+        (
+            "ridge",
+            Vec3::new(-10.0, -0.1, -3.0),
+            Vec3::new(10.0, top, 3.0),
+            [0, 1],
+        ),
+    ];
+    for (name, lo, hi, open) in cases {
+        let scene = cut_block_scene(lo, hi, &open);
+        let (bounds_lo, bounds_hi) = scene.bounds().unwrap();
+        assert_eq!(
+            (bounds_lo.x, bounds_lo.z, bounds_hi.x, bounds_hi.z),
+            (-10.0, -10.0, 10.0, 10.0),
+            "{name}: the block ends where the scene does"
+        );
+        // Ground inside, up to the cut; ground around it; the top.
+        let grid = |y: f32| {
+            (0..40).flat_map(move |i| {
+                (0..40).map(move |j| Vec3::new(-9.75 + 0.5 * i as f32, y, -9.75 + 0.5 * j as f32))
+            })
+        };
+        let (x0, z0, x1, z1) = (lo.x, lo.z, hi.x, hi.z);
+        let within = |p: Vec3, m: f32| p.x > x0 + m && p.x < x1 - m && p.z > z0 + m && p.z < z1 - m;
+        let inside: Vec<Vec3> = grid(0.0).filter(|&p| within(p, 0.5)).collect();
+        let around: Vec<Vec3> = grid(0.0).filter(|&p| !within(p, -1.0)).collect();
+        let on_top: Vec<Vec3> = grid(top).filter(|&p| within(p, 0.5)).collect();
+        for (what, points, want) in [
+            ("inside", &inside, false),
+            ("around", &around, true),
+            ("on top", &on_top, true),
+        ] {
+            let (outside, _) = ground::outside_solids(&engine, &scene, points, 0.35).unwrap();
+            let wrong: Vec<Vec3> = points
+                .iter()
+                .zip(&outside)
+                .filter(|(_, &o)| o != want)
+                .map(|(p, _)| *p)
+                .collect();
+            assert!(
+                wrong.is_empty(),
+                "{name}: {} of {} points {what} the block read as {}, e.g. {:?}",
+                wrong.len(),
+                points.len(),
+                if want { "inside" } else { "outside" },
+                &wrong[..wrong.len().min(5)]
+            );
+        }
+        let c = check_solid(
+            &engine,
+            name,
+            &scene,
+            Vec2::new(x0, z0),
+            Vec2::new(x1, z1),
+            top,
+        );
+        assert_nothing_inside(&c, 4);
+    }
 }
 
 // 1d. Low ceilings.

@@ -111,15 +111,10 @@ impl Fine {
             .filter(|(_, s)| **s)
             .map(|(g, _)| *g)
             .collect();
-        let mut outside = crate::ground::outside_solids(
-            engine,
-            scene,
-            &standing,
-            p.step_height + 0.05,
-            4.0 * p.spacing,
-        )?
-        .into_iter();
-        rays += 4 * standing.len() as u64;
+        let (outside, probes) =
+            crate::ground::outside_solids(engine, scene, &standing, p.step_height + 0.05)?;
+        let mut outside = outside.into_iter();
+        rays += probes;
         let mut supported = stands.into_iter().map(|s| s && outside.next().unwrap());
         rays += 20 * room.len() as u64;
         let mut fine = Fine {

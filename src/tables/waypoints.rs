@@ -150,13 +150,10 @@ pub fn sample_floors(engine: &Engine, scene: &Scene, p: &SampleParams) -> Result
         .collect();
     let pts: Vec<Vec3> = room.iter().map(|&k| ground[k]).collect();
     let knee = 0.35f32.min(p.agent.head_heights[0]);
-    for (&k, outside) in room.iter().zip(crate::ground::outside_solids(
-        engine,
-        scene,
-        &pts,
-        knee,
-        4.0 * spacing,
-    )?) {
+    for (&k, outside) in room
+        .iter()
+        .zip(crate::ground::outside_solids(engine, scene, &pts, knee)?.0)
+    {
         if !outside {
             fits[k] = None;
         }

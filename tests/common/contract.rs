@@ -161,3 +161,27 @@ pub fn vertical_ambiguous(tris: &[GpuTriangle], x: f32, z: f32, y: f32) -> bool 
     }
     near >= 2
 }
+
+/// Whether the point `p` (a closest hit) lies where a last bit may decide which triangle a ray
+/// names: within [`eps`] of two triangles (coincident faces, which may face opposite ways: two
+/// solids touching) or of a triangle's edge. Float64. The general form of
+/// [`vertical_ambiguous`], for rays in any direction.
+pub fn point_ambiguous(tris: &[GpuTriangle], p: Vec3) -> bool {
+    let e = eps(p, p);
+    let q = p.as_dvec3();
+    let mut near = 0;
+    for t in tris {
+        let v = t.vertices().map(|v| v.as_dvec3());
+        let (lo, hi) = (v[0].min(v[1]).min(v[2]), v[0].max(v[1]).max(v[2]));
+        if (lo - 2.0 * e).cmpgt(q).any() || (hi + 2.0 * e).cmplt(q).any() {
+            continue;
+        }
+        if (0..3).any(|k| segment_distance(q, q, v[k], v[(k + 1) % 3]) <= e) {
+            return true;
+        }
+        if point_triangle_distance(q, v) <= 2.0 * e {
+            near += 1;
+        }
+    }
+    near >= 2
+}

@@ -6,7 +6,29 @@
 //! - every posture is tested (not only up to the first visible one), so a spot behind a car is
 //!   "crouching" even though the observer sees under the car at prone height;
 //! - movement is blocked by fire-blocking triangles (walls, glass), not by foliage;
-//! - ground rays start a step height above the agent's feet so flat ground is found.
+//! - ground rays start a step height above the agent's feet so flat ground is found;
+//! - the grid turns with the agent ([`facing`]): its rings are laid from straight ahead, and
+//!   an agent under fire faces the observers. Morgan's CoverBot (thesis, appendix code,
+//!   `CreateSensorGrid`) lays them from the bot's own rotation; laid along the world's axes
+//!   instead, the same scene turned by 10 degrees put its sensors elsewhere around an obstacle
+//!   and found other cover, or none;
+//! - ground inside a closed solid is no place for the body ([`SensorFate::Obstructed`]): where
+//!   the ray straight up from the first ground ray's start meets the back of a face, eight
+//!   horizontal probes ride in the visibility step and settle it as
+//!   [`crate::ground::outside_solids`] does. The paper leaves such a sensor to accessibility
+//!   (step 6: "inside a solid object"), but here a ray from inside a rock sunk into the
+//!   terrain finds the terrain, the body "fits" (nothing is met from inside), every posture is
+//!   hidden, and inside a solid lower than the swept cylinder's lowest segment (a 0.4 m
+//!   plinth) the path in is clear too: the grid chose a spot inside such a plinth.
+//!
+//! Limits of the published method, kept as published:
+//! - 51 sensors 36 degrees apart, rings up to 3 m apart: a shadow narrower than the gaps
+//!   between them holds no sensor. Behind a round rock the sensors that do fall in its
+//!   template shadow may stand on its fringe, where the three head-height points of the
+//!   template are hidden but the feet show under the rock's rounded base; with `verify` the
+//!   body check turns each of them down ([`CoverAnswer::rejected`], by
+//!   [`Check::Body`]) and, with none left, the answer has no choice, though the dense search
+//!   ([`crate::cover::dense`]) finds cover there.
 
 mod amortized;
 mod checks;
@@ -22,7 +44,7 @@ use crate::scene::{Mask, Scene};
 use crate::trace::Segment;
 use crate::{Engine, Error, Result};
 use checks::Checks;
-use glam::Vec3;
+use glam::{Vec2, Vec3};
 use search::{Job, Search};
 
 /// Sensor grid settings. [`SensorGridParams::standard`] reproduces the paper.
@@ -195,8 +217,8 @@ pub struct CoverAnswer {
 }
 
 /// Answers many cover queries with three batched engine calls however many queries there
-/// are (ground and waypoint hops; visibility, clearance and straight access; two-segment
-/// access), each one submission and one wait on the GPU. With `verify` the GPU's candidates
+/// are (ground, the ray up from it and waypoint hops; visibility, clearance, the probes for
+/// solids and straight access; two-segment access), each one submission and one wait on the GPU. With `verify` the GPU's candidates
 /// ride in the last call ([`checks`]) while their body samples stay within a bound (some
 /// 1,800 agents with 4 observers on `dungeon.obj`; more cost a wait per verification round);
 /// the CPU checks them lazily after it. Backends agree by the contract in ARCHITECTURE.md.
@@ -280,19 +302,43 @@ fn path_length(path: &[Vec3]) -> f32 {
     path.windows(2).fold(0.0, |l, w| l + w[0].distance(w[1]))
 }
 
+/// The direction (x, z, unit) the grid's +x turns to for query `q`: from the agent toward its
+/// observers (the mean of their horizontal offsets), as an agent under fire faces its enemy;
+/// +x itself when they stand straight above or below it (or there are none).
+#[must_use]
+pub fn facing(q: &CoverQuery) -> Vec2 {
+    let to = q.observers.iter().fold(Vec2::ZERO, |t, o| {
+        t + Vec2::new(o.x - q.agent.position.x, o.z - q.agent.position.z)
+    });
+    to.try_normalize().unwrap_or(Vec2::X)
+}
+
+/// A layout offset (+x straight ahead) turned so that +x points along `facing` (x, z).
+#[must_use]
+pub fn turn(offset: Vec3, facing: Vec2) -> Vec3 {
+    let (c, s) = (facing.x, facing.y);
+    Vec3::new(
+        offset.x * c - offset.z * s,
+        offset.y,
+        offset.x * s + offset.z * c,
+    )
+}
+
 /// Step 7: fates per sensor and the shortest hidden, reachable one.
 fn assemble(search: &Search) -> Vec<CoverAnswer> {
     let mut answers: Vec<CoverAnswer> = search
         .queries
         .iter()
         .zip(&search.rays)
-        .map(|(q, &rays)| CoverAnswer {
+        .enumerate()
+        .map(|(qi, (q, &rays))| CoverAnswer {
             sensors: search
                 .layout
                 .iter()
-                .map(|&(ring, off)| SensorReport {
+                .enumerate()
+                .map(|(i, &(ring, _))| SensorReport {
                     ring,
-                    position: q.agent.position + off,
+                    position: q.agent.position + search.offset(qi, i),
                     fate: SensorFate::Skipped,
                     hidden: [false; 3],
                     path: None,

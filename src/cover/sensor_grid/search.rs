@@ -21,8 +21,9 @@ const MAX_WAYPOINT_HOP: f32 = 15.0;
 /// One ray a stage needs.
 #[derive(Clone, Copy, Debug)]
 pub enum Job {
-    /// A downward closest-hit ray (ground search).
-    Down(Ray),
+    /// A closest-hit ray: the ground search's downward rays, and the probes that tell a sensor
+    /// whose ground lies inside a closed solid.
+    Ray(Ray),
     /// An occlusion test with a mask.
     Segment(Segment, Mask),
 }
@@ -59,7 +60,7 @@ pub fn run_with(
     let (mut segs, mut seg_at) = (Vec::new(), Vec::new());
     for (i, j) in jobs.iter().enumerate() {
         match *j {
-            Job::Down(r) => {
+            Job::Ray(r) => {
                 rays.push(r);
                 ray_at.push(i);
             }
@@ -90,6 +91,11 @@ pub fn run_with(
 /// `Owners::posture` of clearance job `n` is `CLEARANCE + n`.
 const CLEARANCE: usize = 1 << 16;
 
+/// Length of the rays that probe for a closed solid around a sensor: longer than any scene
+/// (coordinates stay within [`crate::limits::MAX_COORDINATE`]), so a probe that meets nothing
+/// has left the scene.
+const PROBE_REACH: f32 = 4.0 * crate::limits::MAX_COORDINATE;
+
 #[derive(Clone, Debug)]
 pub struct Sensor {
     pub query: usize,
@@ -98,6 +104,13 @@ pub struct Sensor {
     pub ground: Option<Vec3>,
     pub standable: bool,
     pub hidden: [bool; 3],
+    /// Where the ground ray from the agent's level started, when the ray straight up from
+    /// there met the back of a face: the top of a closed solid seen from inside, or a roof
+    /// of single-sided polygons. Horizontal probes from there settle which.
+    pub probe: Option<Vec3>,
+    /// The ground lies inside a closed solid ([`crate::ground::inside_around`]): no place for
+    /// the body.
+    pub inside: bool,
     /// The highest posture whose body fits at the spot (clearance), once traced.
     pub fit: Option<Posture>,
     pub straight: bool,
@@ -128,6 +141,7 @@ enum Part {
     Ground,
     Waypoints,
     Visibility,
+    Solids,
     Straight,
     LastSegment,
 }
@@ -159,7 +173,10 @@ impl Owners {
 pub struct Search {
     pub queries: Vec<CoverQuery>,
     pub params: SensorGridParams,
+    /// The grid's offsets with +x straight ahead ([`SensorGridParams::layout`]).
     pub layout: Vec<(u32, Vec3)>,
+    /// Per query: where straight ahead points ([`super::facing`]).
+    pub facing: Vec<glam::Vec2>,
     pub sensors: Vec<Sensor>,
     pub rays: Vec<usize>,
     stage: Stage,
@@ -184,6 +201,7 @@ impl Search {
         };
         Search {
             layout: params.layout(),
+            facing: queries.iter().map(super::facing).collect(),
             rays: vec![0; queries.len()],
             open: (0..queries.len()).collect(),
             vias: vec![Vec::new(); queries.len()],
@@ -195,6 +213,12 @@ impl Search {
             round_start: 0,
             parts: Vec::new(),
         }
+    }
+
+    /// Sensor `index`'s offset from query `q`'s agent: the layout turned toward the query's
+    /// observers ([`super::facing`]).
+    pub fn offset(&self, q: usize, index: usize) -> Vec3 {
+        super::turn(self.layout[index].1, self.facing[q])
     }
 
     pub fn done(&self) -> bool {
@@ -217,7 +241,7 @@ impl Search {
                 &[Part::Ground, Part::Waypoints]
             }
             Stage::Ground => &[Part::Ground],
-            Stage::Visibility => &[Part::Visibility, Part::Straight],
+            Stage::Visibility => &[Part::Visibility, Part::Solids, Part::Straight],
             Stage::LastSegment => &[Part::LastSegment],
             Stage::Done => &[],
         };
@@ -229,6 +253,7 @@ impl Search {
                     Part::Ground => self.plan_ground(&mut jobs, &mut owners),
                     Part::Waypoints => self.plan_waypoints(&mut jobs, &mut owners),
                     Part::Visibility => self.plan_visibility(&mut jobs, &mut owners),
+                    Part::Solids => self.plan_solids(&mut jobs, &mut owners),
                     Part::Straight => self.plan_straight(&mut jobs, &mut owners),
                     Part::LastSegment => self.plan_last_segment(&mut jobs, &mut owners),
                 }
@@ -251,6 +276,8 @@ impl Search {
                         ground: None,
                         standable: false,
                         hidden: [false; 3],
+                        probe: None,
+                        inside: false,
                         fit: None,
                         straight: false,
                         path: None,
@@ -261,10 +288,13 @@ impl Search {
         for k in self.round_start..self.sensors.len() {
             let s = &self.sensors[k];
             for which in 0..2 {
-                jobs.push((Job::Down(self.ground_ray(k, which)), s.ring));
+                jobs.push((Job::Ray(self.ground_ray(k, which)), s.ring));
             }
-            owners.sensor.extend([k, k]);
-            self.rays[s.query] += 2;
+            // Straight up from where the first ground ray starts: is that inside a solid?
+            let up = Ray::new(self.ground_ray(k, 0).origin(), Vec3::Y, PROBE_REACH);
+            jobs.push((Job::Ray(up), s.ring));
+            owners.sensor.extend([k, k, k]);
+            self.rays[s.query] += 3;
         }
     }
 
@@ -307,6 +337,22 @@ impl Search {
                 owners.posture.push(CLEARANCE + piece);
             }
             self.rays[s.query] += 9 * q.observers.len() + 9;
+        }
+    }
+
+    /// The horizontal probes ([`crate::ground::outside_solids`]' eight directions) of the
+    /// standable sensors whose ray up met a back face.
+    fn plan_solids(&mut self, jobs: &mut Jobs, owners: &mut Owners) {
+        for k in self.round_start..self.sensors.len() {
+            let s = &self.sensors[k];
+            let (Some(o), true) = (s.probe, s.standable) else {
+                continue;
+            };
+            for d in crate::ground::AROUND {
+                jobs.push((Job::Ray(Ray::new(o, d, PROBE_REACH)), 6 * 64 + s.ring));
+                owners.sensor.push(k);
+            }
+            self.rays[s.query] += crate::ground::AROUND.len();
         }
     }
 
@@ -372,6 +418,7 @@ impl Search {
                 Part::Ground => self.apply_ground(&owners, out, scene),
                 Part::Waypoints => self.apply_waypoints(&owners, out),
                 Part::Visibility => self.apply_visibility(&owners, out),
+                Part::Solids => self.apply_solids(&owners, out, scene),
                 Part::Straight => self.apply_straight(&owners, out),
                 Part::LastSegment => self.apply_last_segment(&owners, out),
             }
@@ -385,18 +432,20 @@ impl Search {
 
     fn apply_ground(&mut self, owners: &Owners, out: &[Option<Outcome>], scene: &Scene) {
         let min_normal_y = self.params.max_slope.cos();
-        for (pair, &k) in owners.sensor.iter().step_by(2).enumerate() {
-            let hit = |i: usize| match out[i] {
+        for (three, &k) in owners.sensor.iter().step_by(3).enumerate() {
+            let hit = |i: usize| match out[3 * three + i] {
                 Some(Outcome::Hit(Some(h))) => Some(h),
                 _ => None,
             };
-            let (i, h) = match (hit(2 * pair), hit(2 * pair + 1)) {
-                (Some(h), _) => (2 * pair, h),
-                (None, Some(h)) => (2 * pair + 1, h),
+            let (which, h) = match (hit(0), hit(1)) {
+                (Some(h), _) => (0, h),
+                (None, Some(h)) => (1, h),
                 (None, None) => continue,
             };
-            let ray = self.ground_ray(k, i % 2);
+            let ray = self.ground_ray(k, which);
+            let up = hit(2).filter(|u| u.back && solid(scene, u));
             let s = &mut self.sensors[k];
+            s.probe = (which == 0 && up.is_some()).then(|| ray.origin());
             let g = ray.origin() + ray.dir() * h.t;
             s.ground = Some(g.with_y(crate::ground::quantise_height(g.y)));
             let walkable = scene.materials()[h.material as usize]
@@ -434,6 +483,29 @@ impl Search {
                 if s.fit.is_none_or(|f| p > f) {
                     s.hidden[p as usize] = false;
                 }
+            }
+        }
+    }
+
+    /// A sensor whose probes say its ground lies inside a closed solid has no room for the
+    /// body: it is obstructed, hidden in no posture.
+    fn apply_solids(&mut self, owners: &Owners, out: &[Option<Outcome>], scene: &Scene) {
+        let n = crate::ground::AROUND.len();
+        for (probes, ks) in out.chunks(n).zip(owners.sensor.chunks(n)) {
+            // Untraced probes read as meeting nothing (optimistic, like the rest); a probe
+            // stopped by foliage or a see-through surface says nothing about solids.
+            let hits: Vec<Option<Hit>> = probes
+                .iter()
+                .map(|o| match o {
+                    Some(Outcome::Hit(Some(h))) if solid(scene, h) => Some(*h),
+                    _ => None,
+                })
+                .collect();
+            if crate::ground::inside_around(&hits) {
+                let s = &mut self.sensors[ks[0]];
+                s.inside = true;
+                s.fit = None;
+                s.hidden = [false; 3];
             }
         }
     }
@@ -526,7 +598,7 @@ impl Search {
     fn ground_ray(&self, k: usize, which: usize) -> Ray {
         let s = &self.sensors[k];
         let a = &self.queries[s.query].agent;
-        let offset = self.layout[s.index].1;
+        let offset = self.offset(s.query, s.index);
         let d = offset.length();
         let top = a.position + offset + Vec3::Y * self.params.step_height;
         if which == 0 {
@@ -540,6 +612,14 @@ impl Search {
             )
         }
     }
+}
+
+/// Whether a probe's hit tells of a solid: the surface blocks fire or is walkable, as
+/// [`crate::ground::outside_solids`] traces.
+fn solid(scene: &Scene, h: &Hit) -> bool {
+    scene.materials()[h.material as usize]
+        .flags
+        .intersects(MaterialFlags::BLOCKS_FIRE.union(MaterialFlags::WALKABLE))
 }
 
 fn blocked(out: &[Option<Outcome>], i: usize) -> bool {
