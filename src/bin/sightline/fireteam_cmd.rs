@@ -1,6 +1,7 @@
 //! `sightline fireteam`: a team (or a squad of teams) moves across a scene; run.json, a contact
 //! sheet of frames, the final threat map and the cover map.
 
+use crate::args::{self, NavArgs, SceneArgs};
 use crate::nav_cmd::bounds;
 use crate::picture::{self, legend, legend::Key, palette, Canvas};
 use crate::tpm_cmd::{nearest, nearest_where};
@@ -17,10 +18,10 @@ use std::path::{Path, PathBuf};
 #[derive(clap::Args)]
 pub struct Args {
     /// Where the team starts: X,Z (or X,Y,Z), snapped to the nearest node.
-    #[arg(long, value_parser = crate::parse_place, allow_hyphen_values = true)]
+    #[arg(long, value_parser = args::parse_place, allow_hyphen_values = true)]
     from: Vec3,
     /// Where it goes: X,Z (or X,Y,Z), snapped to the nearest node the start can reach.
-    #[arg(long, value_parser = crate::parse_place, allow_hyphen_values = true)]
+    #[arg(long, value_parser = args::parse_place, allow_hyphen_values = true)]
     to: Vec3,
     /// The sector to watch from the goal: FROM_DEG,TO_DEG, yaws from +X toward +Z.
     #[arg(long, value_parser = parse_sector, allow_hyphen_values = true)]
@@ -59,6 +60,22 @@ impl Args {
     }
 }
 
+/// `sightline fireteam`: the graph from `a.table` when given (else from `nav`), then the run.
+pub fn command(scene: &SceneArgs, nav: &NavArgs, a: &Args) -> AnyResult<()> {
+    let (s, e) = args::open(scene)?;
+    let table = a
+        .table()
+        .map(|t| crate::tables_cmd::load_for_scene(t, &s))
+        .transpose()?;
+    let graph = match &table {
+        Some(t) => NavGraph::from_table(t, &nav.costs())?
+            .ok_or("the table holds no nav graph: recompute it with `sightline precompute`")
+            .map_err(Into::into),
+        None => nav.graph(e, &s),
+    };
+    run(e, &s, &scene.scene, scene.seed, graph, table, a)
+}
+
 fn parse_sector(s: &str) -> Result<(f32, f32), String> {
     let v: Vec<f32> = s
         .split(',')
@@ -74,7 +91,7 @@ fn parse_sector(s: &str) -> Result<(f32, f32), String> {
 const MAX_TEAMS: usize = 64;
 const MAX_TEAM: usize = 16;
 
-pub fn run(
+fn run(
     engine: &Engine,
     scene: &Scene,
     name: &str,

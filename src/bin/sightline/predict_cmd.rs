@@ -1,6 +1,7 @@
 //! `sightline predict`: where a threat that went out of sight presumably is and where to aim
 //! (van der Sterren, *Terrain Reasoning for 3D Action Games*); a report, JSON and a picture.
 
+use crate::args::{self, NavArgs, SceneArgs};
 use crate::nav_cmd::bounds;
 use crate::picture::{legend::Key, palette, Canvas};
 use crate::AnyResult;
@@ -16,16 +17,16 @@ use std::path::PathBuf;
 #[command(allow_negative_numbers = true)]
 pub struct Args {
     /// Where the threat was last seen: its feet X,Y,Z in metres.
-    #[arg(long, value_parser = crate::parse_vec3, allow_hyphen_values = true)]
+    #[arg(long, value_parser = args::parse_vec3, allow_hyphen_values = true)]
     seen: Vec3,
     /// Its velocity then, X,Y,Z in metres per second.
-    #[arg(long, value_parser = crate::parse_vec3, allow_hyphen_values = true)]
+    #[arg(long, value_parser = args::parse_vec3, allow_hyphen_values = true)]
     velocity: Vec3,
     /// Seconds since it was last seen.
     #[arg(long)]
     since: f32,
     /// The observer's (the AI's) eye X,Y,Z in metres.
-    #[arg(long, value_parser = crate::parse_vec3, allow_hyphen_values = true)]
+    #[arg(long, value_parser = args::parse_vec3, allow_hyphen_values = true)]
     observer: Vec3,
     /// The threat's eye above its feet, metres (the spot the observer would see).
     #[arg(long, default_value_t = PredictParams::standard().eye_height)]
@@ -59,7 +60,13 @@ const PRESUMED: Rgb<u8> = palette::PURPLE;
 const PATH: Rgb<u8> = palette::BLUISH_GREEN;
 const AIM: Rgb<u8> = palette::ORANGE;
 
-pub fn run(engine: &Engine, scene: &Scene, graph: &NavGraph, a: &Args) -> AnyResult<()> {
+/// `sightline predict`: the graph `nav` describes, then the prediction.
+pub fn command(scene: &SceneArgs, nav: &NavArgs, a: &Args) -> AnyResult<()> {
+    let (s, e) = args::open(scene)?;
+    run(e, &s, &nav.graph(e, &s)?, a)
+}
+
+fn run(engine: &Engine, scene: &Scene, graph: &NavGraph, a: &Args) -> AnyResult<()> {
     let sighting = Sighting {
         seen: a.seen,
         velocity: a.velocity,

@@ -2,6 +2,7 @@
 //! for 3D Action Games*): sniping, ambush, combat, stronghold or sentry ratings per waypoint, as
 //! a CSV for tuning in a spreadsheet and a top-down heat map.
 
+use crate::args::{self, NavArgs, SceneArgs};
 use crate::nav_cmd::bounds;
 use crate::picture::{legend::Key, palette, Canvas};
 use crate::AnyResult;
@@ -74,7 +75,13 @@ struct Table {
     rows: Vec<Vec<f32>>,
 }
 
-pub fn run(engine: &Engine, scene: &Scene, graph: NavGraph, a: &Args) -> AnyResult<()> {
+/// `sightline terrain`: the graph `nav` describes, then the ratings.
+pub fn command(scene: &SceneArgs, nav: &NavArgs, a: &Args) -> AnyResult<()> {
+    let (s, e) = args::open(scene)?;
+    terrain(e, &s, nav.graph(e, &s)?, a)
+}
+
+fn terrain(engine: &Engine, scene: &Scene, graph: NavGraph, a: &Args) -> AnyResult<()> {
     let comps = graph.components();
     let graph = if a.all_components || comps.sizes.len() < 2 {
         graph

@@ -1,6 +1,7 @@
 //! `sightline tpm`: a team searches from where it stands; the threat probability map evolves;
 //! a heat map over the scene and the gaze of every frame.
 
+use crate::args::{self, NavArgs, PostureArg, SceneArgs};
 use crate::nav_cmd::bounds;
 use crate::picture::{legend::Key, palette, Canvas};
 use crate::AnyResult;
@@ -10,7 +11,85 @@ use sightline::nav::NavGraph;
 use sightline::tables::TableFile;
 use sightline::tpm::{Member, SearchParams, Searcher, TpmParams, TpmSet, View, ViewParams};
 use sightline::{Engine, Scene};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Use this table's nav graph, line of sight and intervis (from `sightline precompute`)
+    /// instead of generating a graph and tracing views.
+    #[arg(long)]
+    table: Option<PathBuf>,
+    /// A team member at the node nearest X,Z (or X,Y,Z); repeat for each member.
+    #[arg(long = "member", value_parser = args::parse_place, allow_hyphen_values = true, required = true)]
+    members: Vec<Vec3>,
+    /// Seconds to simulate.
+    #[arg(long, default_value_t = 30.0)]
+    seconds: f32,
+    /// Seconds a gaze is held (one search frame).
+    #[arg(long, default_value_t = 1.0)]
+    frame: f32,
+    /// Angular sectors around each member.
+    #[arg(long, default_value_t = 8)]
+    sectors: u32,
+    /// Field of view of a gaze, degrees.
+    #[arg(long, default_value_t = 60.0)]
+    fov: f32,
+    /// Seed of the tie-breaking between equally threatening sectors.
+    #[arg(long, default_value_t = 1)]
+    search_seed: u64,
+    /// The posture a threat is assumed to hold.
+    #[arg(long, value_enum, default_value_t = PostureArg::Standing)]
+    posture: PostureArg,
+    /// Heat map: hot (red) where a threat is likely, cold (blue) where the team looked.
+    #[arg(long)]
+    png: Option<PathBuf>,
+    /// The final map and every frame's gazes as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+/// `sightline tpm`: the graph and the views from `a.table` when given, else from `nav` and
+/// the engine, then the search.
+pub fn command(scene: &SceneArgs, nav: &NavArgs, a: &Args) -> AnyResult<()> {
+    let (s, e) = args::open(scene)?;
+    let search = SearchParams {
+        sectors: a.sectors,
+        fov_degrees: a.fov,
+        frame_seconds: a.frame,
+    };
+    let view = ViewParams {
+        posture: a.posture.posture(),
+        ..Default::default()
+    };
+    let table = a
+        .table
+        .as_deref()
+        .map(|t| crate::tables_cmd::load_for_scene(t, &s))
+        .transpose()?;
+    let (graph, sight) = match &table {
+        Some(t) => (
+            NavGraph::from_table(t, &nav.costs())?.ok_or(
+                "the table holds no nav graph (written before nav graphs were stored): \
+                 recompute it with `sightline precompute`",
+            )?,
+            Sight::Table(t),
+        ),
+        None => (nav.graph(e, &s)?, Sight::Engine(e, &s)),
+    };
+    run(
+        e,
+        &s,
+        &graph,
+        sight,
+        &a.members,
+        a.seconds,
+        search,
+        view,
+        a.search_seed,
+        a.png.as_deref(),
+        a.json.as_deref(),
+    )
+}
 
 /// Where the views come from.
 pub enum Sight<'a> {
@@ -22,7 +101,7 @@ pub enum Sight<'a> {
 const MAX_FRAMES: f32 = 1e6;
 
 #[allow(clippy::too_many_arguments)]
-pub fn run(
+fn run(
     engine: &Engine,
     scene: &Scene,
     graph: &NavGraph,
