@@ -353,12 +353,15 @@ impl TableFile {
     /// A human-readable description (for `sightline inspect`).
     #[must_use]
     pub fn summary(&self) -> String {
+        self.describe_setup() + &self.describe_contents()
+    }
+
+    /// The summary's first lines: the format, the scene, the waypoints, the digests, the
+    /// parameters and the shard.
+    fn describe_setup(&self) -> String {
         let m = &self.meta;
         let n = self.waypoints.len() as u64;
-        let mb = |b: u64| b as f64 / 1e6;
         let (k, shards) = self.los.shard();
-        let pairs = self.los.bit_count();
-        let vis = self.los.visible_pairs();
         let mut s = format!("sightline table, format version {FORMAT_VERSION}\n");
         s += &format!(
             "scene: {}\n",
@@ -396,6 +399,18 @@ impl TableFile {
                 "shard: {k}/{shards} (rows i % {shards} == {k}); merge with `sightline merge`\n"
             )
         };
+        s
+    }
+
+    /// The summary's last lines: line of sight, the sees lists, intervis and the nav graph,
+    /// with their sizes.
+    fn describe_contents(&self) -> String {
+        let m = &self.meta;
+        let n = self.waypoints.len() as u64;
+        let mb = |b: u64| b as f64 / 1e6;
+        let pairs = self.los.bit_count();
+        let vis = self.los.visible_pairs();
+        let mut s = String::new();
         let pct = if pairs == 0 {
             0.0
         } else {
