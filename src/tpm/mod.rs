@@ -66,7 +66,7 @@ impl TpmParams {
     }
 
     fn validate(&self) -> Result<()> {
-        let rate = |v: f32| v.is_finite() && v >= 0.0 && v <= 1e3;
+        let rate = |v: f32| v.is_finite() && (0.0..=1e3).contains(&v);
         if !(rate(self.diffusion_rate) && rate(self.accrual_rate)) {
             return Err(Error::InvalidInput(format!(
                 "TPM rates (diffusion {}, accrual {}) must be finite, 0..=1000 per second",

@@ -110,7 +110,7 @@ impl Building {
     /// odd ones north, between landings `LANDING` deep at both ends.
     pub(crate) fn flight(&self, k: u32) -> (f32, f32, f32, f32) {
         let (lo_x, lo_z) = (self.min.x + self.wall_t, self.min.y + self.wall_t);
-        let x0 = lo_x + if k % 2 == 0 { 0.0 } else { FLIGHT_W };
+        let x0 = lo_x + if k.is_multiple_of(2) { 0.0 } else { FLIGHT_W };
         let z0 = lo_z + LANDING;
         (x0, x0 + FLIGHT_W, z0, z0 + STEPS as f32 * TREAD)
     }
