@@ -121,6 +121,62 @@ pub fn underlay(
     width: usize,
     height: usize,
 ) -> Result<Underlay> {
+    let mut out = blank(origin, pixel, width, height)?;
+    let n = out.elevation.len();
+    let Some((lo, hi)) = scene.bounds().filter(|_| n > 0) else {
+        return Ok(out);
+    };
+    let grid = Columns {
+        origin,
+        pixel,
+        width,
+        sky: hi.y + 1.0,
+        floor: lo.y - 1.0,
+    };
+    let all = Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
+
+    let clock = std::time::Instant::now();
+    let layers = Layers::trace(engine, scene, &grid, n, all)?;
+    out.rays += layers.rays;
+    let straight_down = clock.elapsed();
+    let reach = (hi - lo).length() + 1.0;
+    let (open, probes) = open_headroom(engine, scene, &grid, &layers, reach, all)?;
+    out.rays += probes;
+    let probing = clock.elapsed() - straight_down;
+
+    classify(&mut out, &layers, &open, scene);
+    mark_walls(&mut out);
+    log::debug!(
+        "underlay {width} x {height}: straight down {straight_down:?}, {probes} probes {probing:?}, \
+         classified in {:?}",
+        clock.elapsed() - straight_down - probing
+    );
+    warn_if_bare(engine, scene, &out)?;
+    Ok(out)
+}
+
+/// A warning naming the likeliest cause ([`crate::ground::survey`]) when under 1% of the
+/// underlay's pixels show ground one could stand on.
+fn warn_if_bare(engine: &Engine, scene: &Scene, out: &Underlay) -> Result<()> {
+    let ground = out
+        .surface
+        .iter()
+        .filter(|&&s| s == Surface::Ground)
+        .count();
+    if out.surface.is_empty() || 100 * ground >= out.surface.len() {
+        return Ok(());
+    }
+    let cause = crate::ground::survey(engine, scene, STEEP)?.cause();
+    log::warn!(
+        "the underlay shows ground in {ground} of {} pixels: {cause}",
+        out.surface.len()
+    );
+    Ok(())
+}
+
+/// An underlay with every pixel empty, after checking the pixel size, the corner and the
+/// pixel count.
+fn blank(origin: Vec2, pixel: f32, width: usize, height: usize) -> Result<Underlay> {
     if !(pixel.is_finite() && pixel > 0.0) {
         return Err(Error::param("pixel", pixel, "a finite size above 0 metres"));
     }
@@ -139,7 +195,7 @@ pub fn underlay(
     )?;
     let n = pixels as usize;
     let fix = "draw a smaller picture";
-    let mut out = Underlay {
+    Ok(Underlay {
         origin,
         pixel,
         width,
@@ -150,86 +206,165 @@ pub fn underlay(
         cover: limits::vec_filled(n, Cover::Open, "underlay", fix)?,
         top: limits::vec_filled(n, f32::NAN, "underlay", fix)?,
         rays: 0,
-    };
-    let Some((lo, hi)) = scene.bounds().filter(|_| n > 0) else {
-        return Ok(out);
-    };
-    let (sky, floor) = (hi.y + 1.0, lo.y - 1.0);
-    let all = Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
-    let centre = |i: usize| crate::ground::cell_centre(origin, pixel, width, i);
-    let down = |i: usize, y: f32| {
-        let c = centre(i);
-        Ray::new(Vec3::new(c.x, y, c.y), Vec3::NEG_Y, (y - floor).max(0.0))
-    };
+    })
+}
 
-    let clock = std::time::Instant::now();
-    // The first two passes trace the whole grid, row-major, so the CPU's tiled walk sees
-    // neighbouring rays together; a pixel with nothing to ask gets a ray of length 0, which
-    // meets nothing.
-    let skip = |i: usize| {
-        let c = centre(i);
-        Ray::new(Vec3::new(c.x, sky, c.y), Vec3::NEG_Y, 0.0)
-    };
-    let hit_y = |r: &Ray, h: &HitRecord| (!is_miss(h)).then(|| r.origin[1] - h.t);
-    let below = |y: f32| y - GAP - y.abs() * 1e-6;
+/// The vertical rays' frame: the pixel grid, the height above the scene they start from
+/// (`sky`) and the height below it they end at (`floor`).
+#[derive(Clone, Copy)]
+struct Columns {
+    origin: Vec2,
+    pixel: f32,
+    width: usize,
+    sky: f32,
+    floor: f32,
+}
 
-    // The top surface.
-    let mut rays: Vec<Ray> = (0..n).into_par_iter().map(|i| down(i, sky)).collect();
-    let first = engine.closest_hit_down(scene, &rays, width, all)?;
-    out.rays += n;
-    // What lies under it: from just below an open surface, or from inside a solid (the same
-    // buffer, rewritten in place).
-    rays.par_iter_mut()
-        .zip(&first)
-        .enumerate()
-        .for_each(|(i, (r, h))| {
-            *r = match hit_y(r, h) {
-                Some(y) => down(i, below(y)),
-                None => skip(i),
-            }
-        });
-    let second = engine.closest_hit_down(scene, &rays, width, all)?;
-    out.rays += first.iter().filter(|h| !is_miss(h)).count();
-    // Out of a solid's underside: few pixels, traced as a list in row order.
-    let inside: Vec<usize> = (0..n)
-        .into_par_iter()
-        .filter(|&i| !is_miss(&second[i]) && second[i].back != 0)
-        .collect();
-    let rays3: Vec<Ray> = inside
-        .iter()
-        .map(|&i| down(i, below(hit_y(&rays[i], &second[i]).expect("a hit"))))
-        .collect();
-    let third = engine.closest_hit_down(scene, &rays3, rays3.len(), all)?;
-    out.rays += rays3.len();
-    // Pixel to its place in that list.
-    let mut third_at = vec![u32::MAX; if inside.is_empty() { 0 } else { n }];
-    for (k, &i) in inside.iter().enumerate() {
-        third_at[i] = k as u32;
+impl Columns {
+    /// Pixel `i`'s centre (x, z).
+    fn centre(&self, i: usize) -> Vec2 {
+        crate::ground::cell_centre(self.origin, self.pixel, self.width, i)
     }
-    let rays2 = rays;
-    let straight_down = clock.elapsed();
 
-    let materials = scene.materials();
-    let flags = |h: &HitRecord| materials[h.material as usize].flags;
-    // Per pixel: the top layer's underside and the surface under it.
-    let layer = |i: usize| -> (f32, Option<(f32, HitRecord)>) {
-        let top_y = sky - first[i].t;
-        match hit_y(&rays2[i], &second[i]) {
-            None => (top_y, None),
-            Some(bottom) if second[i].back != 0 => {
-                let k = third_at[i] as usize;
-                (bottom, hit_y(&rays3[k], &third[k]).map(|y| (y, third[k])))
-            }
-            Some(y) => (top_y, Some((y, second[i]))),
+    /// Straight down through pixel `i` from height `y` to the floor.
+    fn down(&self, i: usize, y: f32) -> Ray {
+        let c = self.centre(i);
+        Ray::new(
+            Vec3::new(c.x, y, c.y),
+            Vec3::NEG_Y,
+            (y - self.floor).max(0.0),
+        )
+    }
+
+    /// A ray of length 0 for a pixel with nothing to ask: it meets nothing.
+    fn skip(&self, i: usize) -> Ray {
+        let c = self.centre(i);
+        Ray::new(Vec3::new(c.x, self.sky, c.y), Vec3::NEG_Y, 0.0)
+    }
+}
+
+/// The height a downward ray met its surface at, or `None` for a miss.
+fn hit_y(r: &Ray, h: &HitRecord) -> Option<f32> {
+    (!is_miss(h)).then(|| r.origin[1] - h.t)
+}
+
+/// Where the next ray starts under a surface at height `y`.
+fn below(y: f32) -> f32 {
+    y - GAP - y.abs() * 1e-6
+}
+
+/// The three straight-down passes: every pixel's top surface (`first`), what lies under it
+/// (`second`, traced by `rays2`), and, for the few pixels whose second hit was a solid's
+/// underside, what lies under that (`third`, traced by `rays3`; `third_at` maps a pixel to
+/// its place there).
+struct Layers {
+    sky: f32,
+    first: Vec<HitRecord>,
+    rays2: Vec<Ray>,
+    second: Vec<HitRecord>,
+    rays3: Vec<Ray>,
+    third: Vec<HitRecord>,
+    third_at: Vec<u32>,
+    /// Rays traced in the three passes.
+    rays: usize,
+}
+
+impl Layers {
+    /// Traces the three passes over the `n` pixels of `grid`.
+    fn trace(
+        engine: &Engine,
+        scene: &Scene,
+        grid: &Columns,
+        n: usize,
+        all: Mask,
+    ) -> Result<Layers> {
+        let width = grid.width;
+        // The first two passes trace the whole grid, row-major, so the CPU's tiled walk sees
+        // neighbouring rays together; a pixel with nothing to ask gets a ray of length 0, which
+        // meets nothing.
+        // The top surface.
+        let mut rays: Vec<Ray> = (0..n)
+            .into_par_iter()
+            .map(|i| grid.down(i, grid.sky))
+            .collect();
+        let first = engine.closest_hit_down(scene, &rays, width, all)?;
+        let mut traced = n;
+        // What lies under it: from just below an open surface, or from inside a solid (the same
+        // buffer, rewritten in place).
+        rays.par_iter_mut()
+            .zip(&first)
+            .enumerate()
+            .for_each(|(i, (r, h))| {
+                *r = match hit_y(r, h) {
+                    Some(y) => grid.down(i, below(y)),
+                    None => grid.skip(i),
+                }
+            });
+        let second = engine.closest_hit_down(scene, &rays, width, all)?;
+        traced += first.iter().filter(|h| !is_miss(h)).count();
+        // Out of a solid's underside: few pixels, traced as a list in row order.
+        let inside: Vec<usize> = (0..n)
+            .into_par_iter()
+            .filter(|&i| !is_miss(&second[i]) && second[i].back != 0)
+            .collect();
+        let rays3: Vec<Ray> = inside
+            .iter()
+            .map(|&i| grid.down(i, below(hit_y(&rays[i], &second[i]).expect("a hit"))))
+            .collect();
+        let third = engine.closest_hit_down(scene, &rays3, rays3.len(), all)?;
+        traced += rays3.len();
+        // Pixel to its place in that list.
+        let mut third_at = vec![u32::MAX; if inside.is_empty() { 0 } else { n }];
+        for (k, &i) in inside.iter().enumerate() {
+            third_at[i] = k as u32;
         }
-    };
-    // Headroom under a layer is open only if its middle is outside every closed solid: a
-    // sideways ray from there first meets a front face. (Straight down alone cannot tell a
-    // room under a roof from a wall standing on the floor under it when their faces touch.)
+        Ok(Layers {
+            sky: grid.sky,
+            first,
+            rays2: rays,
+            second,
+            rays3,
+            third,
+            third_at,
+            rays: traced,
+        })
+    }
+
+    /// Pixel `i`'s top layer's underside and the surface under it (its height and hit).
+    fn layer(&self, i: usize) -> (f32, Option<(f32, HitRecord)>) {
+        let top_y = self.sky - self.first[i].t;
+        match hit_y(&self.rays2[i], &self.second[i]) {
+            None => (top_y, None),
+            Some(bottom) if self.second[i].back != 0 => {
+                let k = self.third_at[i] as usize;
+                (
+                    bottom,
+                    hit_y(&self.rays3[k], &self.third[k]).map(|y| (y, self.third[k])),
+                )
+            }
+            Some(y) => (top_y, Some((y, self.second[i]))),
+        }
+    }
+}
+
+/// Which pixels have open headroom under their top layer, and how many probes were traced.
+/// Headroom under a layer is open only if its middle is outside every closed solid: a
+/// sideways ray from there first meets a front face. (Straight down alone cannot tell a
+/// room under a roof from a wall standing on the floor under it when their faces touch.)
+/// `reach` is the probes' length: across the whole scene.
+fn open_headroom(
+    engine: &Engine,
+    scene: &Scene,
+    grid: &Columns,
+    layers: &Layers,
+    reach: f32,
+    all: Mask,
+) -> Result<(Vec<bool>, usize)> {
+    let n = layers.first.len();
     let candidates: Vec<(usize, f32)> = (0..n)
         .into_par_iter()
-        .filter(|&i| !is_miss(&first[i]))
-        .filter_map(|i| match layer(i) {
+        .filter(|&i| !is_miss(&layers.first[i]))
+        .filter_map(|i| match layers.layer(i) {
             (underside, Some((y, h))) if underside - y >= HEADROOM - MARGIN && h.back == 0 => {
                 Some((i, 0.5 * (underside + y)))
             }
@@ -237,23 +372,28 @@ pub fn underlay(
         })
         .collect();
     let sideways = Vec3::new(0.8, 0.0, 0.6);
-    let reach = (hi - lo).length() + 1.0;
     let probes: Vec<Ray> = candidates
         .iter()
         .flat_map(|&(i, mid)| {
-            let c = centre(i);
+            let c = grid.centre(i);
             let o = Vec3::new(c.x, mid, c.y);
             [Ray::new(o, sideways, reach), Ray::new(o, -sideways, reach)]
         })
         .collect();
     let probed = engine.closest_hit_records(scene, &probes, all)?;
-    out.rays += probes.len();
     let mut open = vec![false; n];
     for (&(i, _), h) in candidates.iter().zip(probed.chunks(2)) {
         open[i] = h.iter().all(|h| is_miss(h) || h.back == 0);
     }
-    let probing = clock.elapsed() - straight_down;
+    Ok((open, probes.len()))
+}
 
+/// Fills every pixel with a top surface: the drawn surface (the one under an open overhang,
+/// else the top), its height and normal, what covers it, and whether it is water.
+fn classify(out: &mut Underlay, layers: &Layers, open: &[bool], scene: &Scene) {
+    let materials = scene.materials();
+    let flags = |h: &HitRecord| materials[h.material as usize].flags;
+    let first = &layers.first;
     (
         out.elevation.par_iter_mut(),
         out.normal.par_iter_mut(),
@@ -266,9 +406,9 @@ pub fn underlay(
         .filter(|(i, _)| !is_miss(&first[*i]))
         .for_each(|(i, (elevation, normal, surface, cover, top))| {
             let t = &first[i];
-            let top_y = sky - t.t;
+            let top_y = layers.sky - t.t;
             let foliage_top = flags(t) == MaterialFlags::BLOCKS_SIGHT;
-            let (drawn_y, drawn) = match layer(i).1 {
+            let (drawn_y, drawn) = match layers.layer(i).1 {
                 Some((y, h)) if open[i] => {
                     *cover = if foliage_top {
                         Cover::Foliage
@@ -295,34 +435,6 @@ pub fn underlay(
                 Surface::Ground
             };
         });
-    mark_walls(&mut out);
-    log::debug!(
-        "underlay {width} x {height}: straight down {straight_down:?}, {} probes {probing:?}, \
-         classified in {:?}",
-        probes.len(),
-        clock.elapsed() - straight_down - probing
-    );
-    warn_if_bare(engine, scene, &out)?;
-    Ok(out)
-}
-
-/// A warning naming the likeliest cause ([`crate::ground::survey`]) when under 1% of the
-/// underlay's pixels show ground one could stand on.
-fn warn_if_bare(engine: &Engine, scene: &Scene, out: &Underlay) -> Result<()> {
-    let ground = out
-        .surface
-        .iter()
-        .filter(|&&s| s == Surface::Ground)
-        .count();
-    if out.surface.is_empty() || 100 * ground >= out.surface.len() {
-        return Ok(());
-    }
-    let cause = crate::ground::survey(engine, scene, STEEP)?.cause();
-    log::warn!(
-        "the underlay shows ground in {ground} of {} pixels: {cause}",
-        out.surface.len()
-    );
-    Ok(())
 }
 
 /// The kernels turn a hit's normal to face the ray (up, here); `back` says the triangle faced

@@ -294,14 +294,21 @@ struct State {
 /// A reusable planner (its buffers are kept between plans).
 #[derive(Clone, Debug, Default)]
 pub struct Planner {
-    layers: Vec<Vec<State>>,
-    /// Per node: `(stamp, index in the layer being built)`.
-    slot: Vec<(u32, u32)>,
-    stamp: u32,
+    search: Layers,
     longest: Option<(f32, f32)>,
     /// Per node: `(plan number, StringPullCost)`, each computed once per plan.
     pull: Vec<std::cell::Cell<(u32, f32)>>,
     plans: u32,
+}
+
+/// The look-ahead's buffers: the states reached after each action, and per node its slot in
+/// the layer being built.
+#[derive(Clone, Debug, Default)]
+struct Layers {
+    layers: Vec<Vec<State>>,
+    /// Per node: `(stamp, index in the layer being built)`.
+    slot: Vec<(u32, u32)>,
+    stamp: u32,
 }
 
 /// A plan: the stops from where the member stands (its first stop) on.
@@ -320,32 +327,8 @@ impl Planner {
     /// The member's look-ahead plan, or `None` when every first action is refused (it keeps
     /// its forecast).
     pub fn plan(&mut self, task: &Task<'_>, p: &PlanParams) -> Option<Plan> {
-        let world = task.world;
-        let graph = world.graph();
-        let nodes = graph.nodes();
-        let n = graph.len();
-        if self.slot.len() != n {
-            self.slot = vec![(0, 0); n];
-            self.stamp = 0;
-            self.longest = None;
-            self.pull = vec![std::cell::Cell::new((0, 0.0)); n];
-            self.plans = 0;
-        }
-        self.plans = self.plans.wrapping_add(1);
-        if self.plans == 0 {
-            self.pull.iter().for_each(|c| c.set((0, 0.0)));
-            self.plans = 1;
-        }
-        let (pull, plan_no) = (&self.pull, self.plans);
-        let pull_cost = |v: u32| {
-            let (no, s) = pull[v as usize].get();
-            if no == plan_no {
-                return s;
-            }
-            let s = task.route.pull_cost(world, v, task.spp);
-            pull[v as usize].set((plan_no, s));
-            s
-        };
+        let graph = task.world.graph();
+        self.start_plan(graph.len());
         let (longest_edge, longest_cost) = *self.longest.get_or_insert_with(|| {
             graph
                 .edges()
@@ -355,44 +338,114 @@ impl Planner {
                     (l.max(e.length), c.max(k))
                 })
         });
-        let longest_time = (longest_cost / p.speed).max(p.wait_seconds);
-        let reach = p.lookahead as f32 * longest_edge;
-        let s_start = task.route.pull_cost(world, task.start, task.spp);
-        let others: Vec<u32> = task
-            .team
-            .iter()
-            .copied()
-            .filter(|&o| o != task.member)
-            .collect();
-        let w = &p.weights;
-        let terms = |v: u32, t: f32, length: f32, duration: f32| -> Terms {
-            let here = nodes[v as usize];
-            let (mut nearest, mut farthest, mut leader) = (f32::INFINITY, 0.0f32, 0.0f32);
-            for &o in &others {
-                let d = task.eta.position(o, t, nodes).distance(here);
-                nearest = nearest.min(d);
-                farthest = farthest.max(d);
-                if o == task.leader {
-                    leader = d;
-                }
-            }
-            let s = pull_cost(v);
-            Terms {
-                dispersion: if others.is_empty() {
-                    0.0
-                } else {
-                    (p.min_distance - nearest).max(0.0) / p.min_distance
-                },
-                come_together: ((farthest - p.max_distance).max(0.0) / p.come_together_range)
-                    .min(1.0),
-                leader: (leader / p.leader_range).min(1.0),
-                string_pull: (0.5 + (s - s_start) / (2.0 * reach)).clamp(0.0, 1.0),
-                cover: world.exposure()[v as usize],
-                distance: length / longest_edge,
-                time: duration / longest_time,
-                sector: task.sector_view.map_or(0.0, |sv| 1.0 - sv[v as usize]),
-            }
+        let scorer = Scorer {
+            task,
+            p,
+            pull: &self.pull,
+            plan_no: self.plans,
+            others: task
+                .team
+                .iter()
+                .copied()
+                .filter(|&o| o != task.member)
+                .collect(),
+            s_start: task.route.pull_cost(task.world, task.start, task.spp),
+            reach: p.lookahead as f32 * longest_edge,
+            longest_edge,
+            longest_time: (longest_cost / p.speed).max(p.wait_seconds),
         };
+        let deepest = self.search.expand(&scorer);
+        self.search.best_end(deepest, task)
+    }
+
+    /// Sizes the buffers for a graph of `n` nodes (starting afresh when it changed) and
+    /// numbers the new plan, so string-pull costs cached by earlier plans go stale.
+    fn start_plan(&mut self, n: usize) {
+        if self.search.slot.len() != n {
+            self.search.slot = vec![(0, 0); n];
+            self.search.stamp = 0;
+            self.longest = None;
+            self.pull = vec![std::cell::Cell::new((0, 0.0)); n];
+            self.plans = 0;
+        }
+        self.plans = self.plans.wrapping_add(1);
+        if self.plans == 0 {
+            self.pull.iter().for_each(|c| c.set((0, 0.0)));
+            self.plans = 1;
+        }
+    }
+}
+
+/// Prices the steps of one plan: the task, the parameters, the other members, the
+/// string-pull costs cached per node for this plan, and the scales the terms are divided by.
+struct Scorer<'a, 't> {
+    task: &'a Task<'t>,
+    p: &'a PlanParams,
+    pull: &'a [std::cell::Cell<(u32, f32)>],
+    plan_no: u32,
+    /// The team's other members.
+    others: Vec<u32>,
+    /// The string-pull cost where the member stands.
+    s_start: f32,
+    /// How far the look-ahead can go: its depth times the longest edge.
+    reach: f32,
+    longest_edge: f32,
+    /// The longest one action can take: the costliest edge's walk, or a wait.
+    longest_time: f32,
+}
+
+impl Scorer<'_, '_> {
+    /// `StringPullCost` of node `v`, computed once per plan.
+    fn pull_cost(&self, v: u32) -> f32 {
+        let (no, s) = self.pull[v as usize].get();
+        if no == self.plan_no {
+            return s;
+        }
+        let task = self.task;
+        let s = task.route.pull_cost(task.world, v, task.spp);
+        self.pull[v as usize].set((self.plan_no, s));
+        s
+    }
+
+    /// The terms of a step ending at node `v` at time `t`, `length` metres walked over
+    /// `duration` seconds.
+    fn terms(&self, v: u32, t: f32, length: f32, duration: f32) -> Terms {
+        let (task, p) = (self.task, self.p);
+        let world = task.world;
+        let nodes = world.graph().nodes();
+        let here = nodes[v as usize];
+        let (mut nearest, mut farthest, mut leader) = (f32::INFINITY, 0.0f32, 0.0f32);
+        for &o in &self.others {
+            let d = task.eta.position(o, t, nodes).distance(here);
+            nearest = nearest.min(d);
+            farthest = farthest.max(d);
+            if o == task.leader {
+                leader = d;
+            }
+        }
+        let s = self.pull_cost(v);
+        Terms {
+            dispersion: if self.others.is_empty() {
+                0.0
+            } else {
+                (p.min_distance - nearest).max(0.0) / p.min_distance
+            },
+            come_together: ((farthest - p.max_distance).max(0.0) / p.come_together_range).min(1.0),
+            leader: (leader / p.leader_range).min(1.0),
+            string_pull: (0.5 + (s - self.s_start) / (2.0 * self.reach)).clamp(0.0, 1.0),
+            cover: world.exposure()[v as usize],
+            distance: length / self.longest_edge,
+            time: duration / self.longest_time,
+            sector: task.sector_view.map_or(0.0, |sv| 1.0 - sv[v as usize]),
+        }
+    }
+}
+
+impl Layers {
+    /// Grows the look-ahead from where the member stands, one layer per action, up to the
+    /// plan's depth or the first empty layer; returns the deepest layer reached.
+    fn expand(&mut self, scorer: &Scorer<'_, '_>) -> usize {
+        let (task, p) = (scorer.task, scorer.p);
         let depth = p.lookahead as usize;
         self.layers.resize_with(depth + 1, Vec::new);
         for l in &mut self.layers {
@@ -404,10 +457,6 @@ impl Planner {
             cost: 0.0,
             parent: 0,
         });
-        let (offsets, adjacency) = graph.adjacency();
-        let costs = graph.costs();
-        let eta = task.eta;
-        let m = task.member;
         let mut deepest = 0;
         for k in 0..depth {
             self.stamp = self.stamp.wrapping_add(1);
@@ -415,53 +464,71 @@ impl Planner {
                 self.slot.fill((0, 0));
                 self.stamp = 1;
             }
-            let (done, rest) = self.layers.split_at_mut(k + 1);
-            let (layer, next) = (&done[k], &mut rest[0]);
-            for (si, s) in layer.iter().enumerate() {
-                let u = s.node;
-                let mut offer = |v: u32, time: f32, step: f32, slot: &mut [(u32, u32)]| {
-                    let cost = s.cost + step;
-                    let st = State {
-                        node: v,
-                        time,
-                        cost,
-                        parent: si as u32,
-                    };
-                    let (stamp, at) = slot[v as usize];
-                    if stamp != self.stamp {
-                        slot[v as usize] = (self.stamp, next.len() as u32);
-                        next.push(st);
-                    } else {
-                        let old = &mut next[at as usize];
-                        if (cost, time) < (old.cost, old.time) {
-                            *old = st;
-                        }
-                    }
-                };
-                let t = s.time;
-                let tw = t + p.wait_seconds;
-                if eta.free(u, t, tw, m) {
-                    let step = terms(u, tw, 0.0, p.wait_seconds).weighted(w);
-                    offer(u, tw, step, &mut self.slot);
-                }
-                for &(v, e) in
-                    &adjacency[offsets[u as usize] as usize..offsets[u as usize + 1] as usize]
-                {
-                    let dt = costs[e as usize] / p.speed;
-                    let ta = t + dt;
-                    if eta.free(u, t, ta, m) && eta.free(v, t, ta, m) {
-                        let length = graph.edges()[e as usize].length;
-                        let step = terms(v, ta, length, dt).weighted(w);
-                        offer(v, ta, step, &mut self.slot);
-                    }
-                }
-            }
+            self.grow(k, scorer);
             if self.layers[k + 1].is_empty() {
                 break;
             }
             deepest = k + 1;
         }
-        // The cheapest end the member can hold from then on, deepest first.
+        deepest
+    }
+
+    /// Layer `k + 1` from layer `k`: every state waits or walks an edge where the ETA manager
+    /// allows; per node the cheapest arrival (then the earliest) is kept.
+    fn grow(&mut self, k: usize, scorer: &Scorer<'_, '_>) {
+        let (task, p) = (scorer.task, scorer.p);
+        let graph = task.world.graph();
+        let (offsets, adjacency) = graph.adjacency();
+        let costs = graph.costs();
+        let (eta, m, w) = (task.eta, task.member, &p.weights);
+        let stamp = self.stamp;
+        let (done, rest) = self.layers.split_at_mut(k + 1);
+        let (layer, next) = (&done[k], &mut rest[0]);
+        for (si, s) in layer.iter().enumerate() {
+            let u = s.node;
+            let mut offer = |v: u32, time: f32, step: f32, slot: &mut [(u32, u32)]| {
+                let cost = s.cost + step;
+                let st = State {
+                    node: v,
+                    time,
+                    cost,
+                    parent: si as u32,
+                };
+                let (seen, at) = slot[v as usize];
+                if seen != stamp {
+                    slot[v as usize] = (stamp, next.len() as u32);
+                    next.push(st);
+                } else {
+                    let old = &mut next[at as usize];
+                    if (cost, time) < (old.cost, old.time) {
+                        *old = st;
+                    }
+                }
+            };
+            let t = s.time;
+            let tw = t + p.wait_seconds;
+            if eta.free(u, t, tw, m) {
+                let step = scorer.terms(u, tw, 0.0, p.wait_seconds).weighted(w);
+                offer(u, tw, step, &mut self.slot);
+            }
+            for &(v, e) in
+                &adjacency[offsets[u as usize] as usize..offsets[u as usize + 1] as usize]
+            {
+                let dt = costs[e as usize] / p.speed;
+                let ta = t + dt;
+                if eta.free(u, t, ta, m) && eta.free(v, t, ta, m) {
+                    let length = graph.edges()[e as usize].length;
+                    let step = scorer.terms(v, ta, length, dt).weighted(w);
+                    offer(v, ta, step, &mut self.slot);
+                }
+            }
+        }
+    }
+
+    /// The cheapest end the member can hold from then on, deepest layer first, traced back to
+    /// the start as a plan.
+    fn best_end(&self, deepest: usize, task: &Task<'_>) -> Option<Plan> {
+        let (eta, m) = (task.eta, task.member);
         for d in (1..=deepest).rev() {
             let best = self.layers[d]
                 .iter()

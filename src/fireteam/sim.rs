@@ -186,54 +186,74 @@ pub struct Outcome {
 
 const EPS: f32 = 1e-4;
 
-impl<'w> Simulation<'w> {
-    /// Teams at their start nodes; the search's ties are broken from `seed`.
-    pub fn new(world: &'w World, orders: &[Order], params: SimParams, seed: u64) -> Result<Self> {
-        params.plan.validate()?;
-        let n = world.graph().len();
-        let total: usize = orders.iter().map(|o| o.start.len()).sum();
-        if orders.is_empty() || orders.iter().any(|o| o.start.is_empty()) || total > MAX_MEMBERS {
-            return Err(Error::InvalidInput(format!(
-                "{} teams of {total} members in all: give at least one team of at least one \
-                 member, at most {MAX_MEMBERS} members",
-                orders.len()
-            )));
-        }
-        if !(params.max_seconds.is_finite()
-            && params.max_seconds > 0.0
-            && params.max_seconds <= 1e6)
-            || !(params.cover_weight.is_finite() && params.cover_weight >= 0.0)
-            || !(params.sector_range > 0.0
-                && params.dest.radius > 0.0
-                && params.dest.trigger >= 0.0)
-        {
-            return Err(Error::InvalidInput(
-                "simulation: max seconds must be in (0, 1e6], cover weight >= 0, sector range \
-                 and destination radius positive"
-                    .into(),
-            ));
-        }
-        let mut seen = vec![false; n];
-        for o in orders {
-            for &s in o.start.iter().chain([&o.goal]) {
-                if s as usize >= n {
-                    return Err(Error::InvalidInput(format!(
-                        "node {s} is out of range: the graph has {n} nodes"
-                    )));
-                }
-            }
-            for &s in &o.start {
-                if std::mem::replace(&mut seen[s as usize], true) {
-                    return Err(Error::InvalidInput(format!(
-                        "two members start at node {s}: give each member its own node"
-                    )));
-                }
+/// Checks the orders and the parameters against a graph of `n` nodes: at least one team, none
+/// empty, at most [`MAX_MEMBERS`] members, parameters in range, nodes in the graph and no two
+/// members on one node. Returns the number of members.
+fn check_orders(orders: &[Order], params: &SimParams, n: usize) -> Result<usize> {
+    let total: usize = orders.iter().map(|o| o.start.len()).sum();
+    if orders.is_empty() || orders.iter().any(|o| o.start.is_empty()) || total > MAX_MEMBERS {
+        return Err(Error::InvalidInput(format!(
+            "{} teams of {total} members in all: give at least one team of at least one \
+             member, at most {MAX_MEMBERS} members",
+            orders.len()
+        )));
+    }
+    if !(params.max_seconds.is_finite()
+        && params.max_seconds > 0.0
+        && params.max_seconds <= 1e6
+        && params.cover_weight.is_finite()
+        && params.cover_weight >= 0.0
+        && params.sector_range > 0.0
+        && params.dest.radius > 0.0
+        && params.dest.trigger >= 0.0)
+    {
+        return Err(Error::InvalidInput(
+            "simulation: max seconds must be in (0, 1e6], cover weight >= 0, sector range \
+             and destination radius positive"
+                .into(),
+        ));
+    }
+    let mut seen = vec![false; n];
+    for o in orders {
+        for &s in o.start.iter().chain([&o.goal]) {
+            if s as usize >= n {
+                return Err(Error::InvalidInput(format!(
+                    "node {s} is out of range: the graph has {n} nodes"
+                )));
             }
         }
-        let mut search = PathSearch::new();
+        for &s in &o.start {
+            if std::mem::replace(&mut seen[s as usize], true) {
+                return Err(Error::InvalidInput(format!(
+                    "two members start at node {s}: give each member its own node"
+                )));
+            }
+        }
+    }
+    Ok(total)
+}
+
+/// The teams and members as they start: each team's path from its leader to its goal, and
+/// the node each member stands on.
+struct Start {
+    teams: Vec<TeamState>,
+    members: Vec<MemberState>,
+    nodes: Vec<u32>,
+}
+
+impl Start {
+    /// Finds each team's path (an error names a team whose goal its leader cannot reach) and
+    /// staggers the members' first replans over one replan period.
+    fn new(
+        world: &World,
+        orders: &[Order],
+        params: &SimParams,
+        search: &mut PathSearch,
+        total: usize,
+    ) -> Result<Start> {
         let mut teams = Vec::new();
         let mut members = Vec::new();
-        let mut start = Vec::new();
+        let mut nodes = Vec::new();
         let stagger = params.plan.replan_seconds / total as f32;
         for (t, o) in orders.iter().enumerate() {
             let path = search
@@ -264,7 +284,7 @@ impl<'w> Simulation<'w> {
                     history: Vec::new(),
                     held_until: 0.0,
                 });
-                start.push(s);
+                nodes.push(s);
             }
             let sector_view = o
                 .sector
@@ -278,14 +298,30 @@ impl<'w> Simulation<'w> {
                 destinations: None,
             });
         }
-        let tpm = TpmSet::new(world.graph(), teams.len(), params.tpm)?;
+        Ok(Start {
+            teams,
+            members,
+            nodes,
+        })
+    }
+}
+
+impl<'w> Simulation<'w> {
+    /// Teams at their start nodes; the search's ties are broken from `seed`.
+    pub fn new(world: &'w World, orders: &[Order], params: SimParams, seed: u64) -> Result<Self> {
+        params.plan.validate()?;
+        let n = world.graph().len();
+        let total = check_orders(orders, &params, n)?;
+        let mut search = PathSearch::new();
+        let start = Start::new(world, orders, &params, &mut search, total)?;
+        let tpm = TpmSet::new(world.graph(), start.teams.len(), params.tpm)?;
         let searcher = Searcher::new(params.search, seed)?;
         let mut sim = Simulation {
             world,
             params,
-            teams,
-            members,
-            eta: Eta::new(n, &start),
+            teams: start.teams,
+            members: start.members,
+            eta: Eta::new(n, &start.nodes),
             planner: Planner::new(),
             search,
             tpm,
@@ -472,86 +508,105 @@ impl<'w> Simulation<'w> {
 
     /// A new forecast for member `m`, standing at a node now.
     fn replan(&mut self, m: u32) {
-        let world = self.world;
         let s = &self.members[m as usize];
         let here = self.eta.track(m)[s.cur];
-        let team = &self.teams[s.team as usize];
-        let leader = team.members[0];
-        if s.destination == Some(here.node) {
-            // At its destination: it stays.
-            let stay = vec![Stop {
-                depart: f32::INFINITY,
-                ..here
-            }];
-            if self.eta.free(here.node, here.arrive, f32::INFINITY, m) {
-                self.commit(m, stay, None);
-                self.members[m as usize].done = true;
-                return;
-            }
+        let leader = self.teams[s.team as usize].members[0];
+        if s.destination == Some(here.node) && self.stay(m, here) {
+            return;
         }
-        let mut plan = None;
-        let mut caught_up_at = None;
-        if let Some(mut target) = self.catch_up_target(m) {
-            if self.members[m as usize].destination == Some(target) {
-                // On its way to its destination: a settled teammate in the way swaps with it.
-                self.unblock(m, here.node);
-                target = self.members[m as usize].destination.unwrap_or(target);
-            }
-            if let Some(mut path) = plain_path(&mut self.search, world, here.node, target) {
-                let s = &mut self.members[m as usize];
-                if s.destination == Some(target) {
-                    // Its look-ahead follows the same way on after this walk.
-                    s.route = std::sync::Arc::new(Route::new(world, path.nodes.clone()));
-                    s.spp = 0;
-                }
-                if s.destination.is_none() && m != leader {
-                    path.nodes.pop(); // the leader stands there
-                }
-                if path.nodes.len() > 1 {
-                    self.push_ahead(m, &path.nodes);
-                    let p = &self.params.plan;
-                    plan = timed_path(
-                        world,
-                        &self.eta,
-                        m,
-                        &path,
-                        self.now,
-                        p,
-                        path.nodes.len(),
-                        p.lookahead as usize,
-                    );
-                    if let Some(stops) = &plan {
-                        self.report.catch_ups += 1;
-                        self.report.catch_ups_by_member[m as usize] += 1;
-                        caught_up_at = Some(stops.last().expect("a stop").arrive);
-                    }
-                }
-            }
-        }
-        let s = &self.members[m as usize];
-        let team = &self.teams[s.team as usize];
+        let mut plan = self.catch_up(m, here.node, leader);
+        let caught_up_at = plan
+            .as_ref()
+            .map(|stops| stops.last().expect("a stop").arrive);
         if plan.is_none() {
-            let task = Task {
-                world,
-                eta: &self.eta,
-                member: m,
-                team: &team.members,
-                leader,
-                route: &s.route,
-                spp: s.spp,
-                sector_view: team.sector_view.as_deref(),
-                start: here.node,
-                now: self.now,
-            };
-            self.report.plans += 1;
-            plan = self.planner.plan(&task, &self.params.plan).map(|p| p.stops);
-            if plan.is_none() {
-                self.report.refused += 1;
-            }
+            plan = self.look_ahead(m, here.node, leader);
         }
         if let Some(stops) = plan {
             self.commit(m, stops, caught_up_at);
         }
+    }
+
+    /// Member `m`, at its destination (`here`), stays there for good if nobody is due there
+    /// later; returns whether it did.
+    fn stay(&mut self, m: u32, here: Stop) -> bool {
+        let stay = vec![Stop {
+            depart: f32::INFINITY,
+            ..here
+        }];
+        if self.eta.free(here.node, here.arrive, f32::INFINITY, m) {
+            self.commit(m, stay, None);
+            self.members[m as usize].done = true;
+            return true;
+        }
+        false
+    }
+
+    /// Member `m`'s timed walk from `from` to the place it must catch up with (a settled
+    /// teammate in its way swaps with it), counted in the report; `None` when it need not
+    /// catch up or cannot.
+    fn catch_up(&mut self, m: u32, from: u32, leader: u32) -> Option<Vec<Stop>> {
+        let world = self.world;
+        let mut target = self.catch_up_target(m)?;
+        if self.members[m as usize].destination == Some(target) {
+            // On its way to its destination: a settled teammate in the way swaps with it.
+            self.unblock(m, from);
+            target = self.members[m as usize].destination.unwrap_or(target);
+        }
+        let mut path = plain_path(&mut self.search, world, from, target)?;
+        let s = &mut self.members[m as usize];
+        if s.destination == Some(target) {
+            // Its look-ahead follows the same way on after this walk.
+            s.route = std::sync::Arc::new(Route::new(world, path.nodes.clone()));
+            s.spp = 0;
+        }
+        if s.destination.is_none() && m != leader {
+            path.nodes.pop(); // the leader stands there
+        }
+        if path.nodes.len() <= 1 {
+            return None;
+        }
+        self.push_ahead(m, &path.nodes);
+        let p = &self.params.plan;
+        let plan = timed_path(
+            world,
+            &self.eta,
+            m,
+            &path,
+            self.now,
+            p,
+            path.nodes.len(),
+            p.lookahead as usize,
+        );
+        if plan.is_some() {
+            self.report.catch_ups += 1;
+            self.report.catch_ups_by_member[m as usize] += 1;
+        }
+        plan
+    }
+
+    /// Member `m`'s look-ahead plan from `start` along its route, counted in the report (as
+    /// refused when every first action is).
+    fn look_ahead(&mut self, m: u32, start: u32, leader: u32) -> Option<Vec<Stop>> {
+        let s = &self.members[m as usize];
+        let team = &self.teams[s.team as usize];
+        let task = Task {
+            world: self.world,
+            eta: &self.eta,
+            member: m,
+            team: &team.members,
+            leader,
+            route: &s.route,
+            spp: s.spp,
+            sector_view: team.sector_view.as_deref(),
+            start,
+            now: self.now,
+        };
+        self.report.plans += 1;
+        let plan = self.planner.plan(&task, &self.params.plan).map(|p| p.stops);
+        if plan.is_none() {
+            self.report.refused += 1;
+        }
+        plan
     }
 
     /// Replaces member `m`'s forecast from the stop it stands at (`stops[0]`, whose arrival

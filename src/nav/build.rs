@@ -111,16 +111,78 @@ pub fn generate_on(
         rays: fine.rays,
         ..NavReport::default()
     };
-    // Regions: union-find over links inside a node cell.
+    let region = regions(fine);
+    let (anchors, dropped) = anchors(fine, &region, params);
+    report.dropped_spots = dropped;
+    // Nodes in fine-point order, so the graph does not depend on hash order.
+    let mut draft = Draft {
+        nodes: Vec::with_capacity(anchors.len()),
+        edges: Vec::new(),
+        node_of_point: FxHashMap::default(),
+    };
+    let mut node_of_region: FxHashMap<u32, u32> = FxHashMap::default();
+    for &i in &anchors {
+        draft.node_of_point.insert(i, draft.nodes.len() as u32);
+        node_of_region.insert(region[i as usize], draft.nodes.len() as u32);
+        draft.nodes.push(fine.pos[i as usize]);
+    }
+    report.grid_nodes = draft.nodes.len();
+    check_count(draft.nodes.len(), "nodes")?;
+    let pairs = candidate_pairs(fine, &region, &node_of_region);
+    check_count(pairs.len(), "candidate edges")?;
+    let wp = params.walk_params();
+    let verdicts = walk_pairs(engine, scene, &draft.nodes, &pairs, &wp, &mut report)?;
+    let mut failed = Vec::new();
+    for (&(a, b), w) in pairs.iter().zip(&verdicts) {
+        match *w {
+            Walk::Pass { kinds, length, .. } => draft.edges.push(edge(a, b, kinds, length)),
+            Walk::Fail { .. } => failed.push((a, b)),
+        }
+    }
+    if params.passages && !failed.is_empty() {
+        let site = Site {
+            engine,
+            scene,
+            fine,
+            params,
+        };
+        passages(&site, &region, &anchors, &mut draft, &failed, &mut report)?;
+    }
+    report.passage_nodes = draft.nodes.len() - report.grid_nodes;
+    finish(draft.nodes, draft.edges, costs, report, t)
+}
+
+/// The graph being built: its nodes, its edges, and the node standing on each fine point
+/// that has one.
+struct Draft {
+    nodes: Vec<Vec3>,
+    edges: Vec<Edge>,
+    node_of_point: FxHashMap<u32, u32>,
+}
+
+/// What the passage search works in: the engine, the scene, its fine walk grid and the
+/// graph's parameters.
+struct Site<'a> {
+    engine: &'a Engine,
+    scene: &'a Scene,
+    fine: &'a Fine,
+    params: &'a NavParams,
+}
+
+/// The root of `i` in a union-find forest, halving the path on the way.
+fn root(parent: &mut [u32], mut i: u32) -> u32 {
+    while parent[i as usize] != i {
+        parent[i as usize] = parent[parent[i as usize] as usize];
+        i = parent[i as usize];
+    }
+    i
+}
+
+/// Per fine point, its region: the lowest point it reaches by links inside its node cell
+/// (union-find).
+fn regions(fine: &Fine) -> Vec<u32> {
     let n = fine.len();
     let mut parent: Vec<u32> = (0..n as u32).collect();
-    fn root(parent: &mut [u32], mut i: u32) -> u32 {
-        while parent[i as usize] != i {
-            parent[i as usize] = parent[parent[i as usize] as usize];
-            i = parent[i as usize];
-        }
-        i
-    }
     for i in 0..n as u32 {
         for &j in fine.links(i) {
             if j > i && fine.cell_of(i) == fine.cell_of(j) {
@@ -129,7 +191,14 @@ pub fn generate_on(
             }
         }
     }
-    let region: Vec<u32> = (0..n as u32).map(|i| root(&mut parent, i)).collect();
+    (0..n as u32).map(|i| root(&mut parent, i)).collect()
+}
+
+/// One node per region, at its place nearest the cell centre, in fine-point order; regions
+/// of fewer than four places with no link out of their cell get none (their count is
+/// returned beside).
+fn anchors(fine: &Fine, region: &[u32], params: &NavParams) -> (Vec<u32>, usize) {
+    let n = fine.len();
     let mut size = vec![0u32; n];
     let mut outward = vec![false; n];
     for i in 0..n as u32 {
@@ -142,7 +211,6 @@ pub fn generate_on(
             outward[region[i as usize] as usize] = true;
         }
     }
-    // One node per region, at its place nearest the cell centre.
     let half = 0.5 * params.sample.spacing;
     let centre = |i: u32| {
         let c = fine.cell_of(i).as_vec2() * params.sample.spacing + Vec2::splat(half);
@@ -161,25 +229,22 @@ pub fn generate_on(
             *e = (d, i);
         }
     }
-    report.dropped_spots = (0..n)
+    let dropped = (0..n)
         .filter(|&r| region[r] == r as u32 && !best.contains_key(&(r as u32)))
         .count();
-    // Nodes in fine-point order, so the graph does not depend on hash order.
     let mut anchors: Vec<u32> = best.values().map(|&(_, i)| i).collect();
     anchors.sort_unstable();
-    let mut node_of_point: FxHashMap<u32, u32> = FxHashMap::default();
-    let mut node_of_region: FxHashMap<u32, u32> = FxHashMap::default();
-    let mut nodes = Vec::with_capacity(anchors.len());
-    for &i in &anchors {
-        node_of_point.insert(i, nodes.len() as u32);
-        node_of_region.insert(region[i as usize], nodes.len() as u32);
-        nodes.push(fine.pos[i as usize]);
-    }
-    report.grid_nodes = nodes.len();
-    check_count(nodes.len(), "nodes")?;
-    // Candidate edges: regions a link joins.
+    (anchors, dropped)
+}
+
+/// Candidate edges: the node pairs of regions a link joins, sorted, each once.
+fn candidate_pairs(
+    fine: &Fine,
+    region: &[u32],
+    node_of_region: &FxHashMap<u32, u32>,
+) -> Vec<(u32, u32)> {
     let mut pairs: Vec<(u32, u32)> = Vec::new();
-    for i in 0..n as u32 {
+    for i in 0..fine.len() as u32 {
         for &j in fine.links(i) {
             let (ri, rj) = (region[i as usize], region[j as usize]);
             if j > i && ri != rj {
@@ -191,35 +256,7 @@ pub fn generate_on(
     }
     pairs.sort_unstable();
     pairs.dedup();
-    check_count(pairs.len(), "candidate edges")?;
-    let wp = params.walk_params();
-    let verdicts = walk_pairs(engine, scene, &nodes, &pairs, &wp, &mut report)?;
-    let mut edges = Vec::new();
-    let mut failed = Vec::new();
-    for (&(a, b), w) in pairs.iter().zip(&verdicts) {
-        match *w {
-            Walk::Pass { kinds, length, .. } => edges.push(edge(a, b, kinds, length)),
-            Walk::Fail { .. } => failed.push((a, b)),
-        }
-    }
-    if params.passages && !failed.is_empty() {
-        let point_of_node: Vec<u32> = anchors.clone();
-        passages(
-            engine,
-            scene,
-            &fine,
-            &region,
-            &point_of_node,
-            &mut node_of_point,
-            &mut nodes,
-            &mut edges,
-            &failed,
-            params,
-            &mut report,
-        )?;
-    }
-    report.passage_nodes = nodes.len() - report.grid_nodes;
-    finish(nodes, edges, costs, report, t)
+    pairs
 }
 
 /// The graph, with the report's edge counts and time filled in.
@@ -268,23 +305,49 @@ const SPLIT_ROUNDS: usize = 3;
 
 /// Step 4 of [`generate`]: string-pulled fine paths for the region pairs whose straight walk
 /// failed.
-#[allow(clippy::too_many_arguments)]
 fn passages(
-    engine: &Engine,
-    scene: &Scene,
+    site: &Site<'_>,
+    region: &[u32],
+    point_of_node: &[u32],
+    draft: &mut Draft,
+    failed: &[(u32, u32)],
+    report: &mut NavReport,
+) -> Result<()> {
+    report.failed_walks = failed.len();
+    let mut pieces = pulled_pieces(site.fine, region, point_of_node, failed);
+    report.pieces = pieces.len();
+    let mut new_edges: FxHashSet<(u32, u32)> = FxHashSet::default();
+    for _round in 0..=SPLIT_ROUNDS {
+        if pieces.is_empty() {
+            break;
+        }
+        pieces = walk_pieces(site, &pieces, draft, &mut new_edges, report)?;
+    }
+    // Grid edges may repeat a passage edge (two grid nodes joined by a one-piece path).
+    let mut have: FxHashSet<(u32, u32)> = FxHashSet::default();
+    draft.edges.retain(|e| have.insert((e.a, e.b)));
+    report.passage_edges = new_edges.len();
+    link_dead_ends(
+        site.engine,
+        site.scene,
+        &draft.nodes,
+        &mut draft.edges,
+        &mut have,
+        point_of_node.len(),
+        site.params,
+        report,
+    )
+}
+
+/// Pieces to walk: for each failed pair, the cheapest fine path through the two regions,
+/// string-pulled greedily (from each corner, the farthest path point in straight line); the
+/// pieces' ends become nodes.
+fn pulled_pieces(
     fine: &Fine,
     region: &[u32],
     point_of_node: &[u32],
-    node_of_point: &mut FxHashMap<u32, u32>,
-    nodes: &mut Vec<Vec3>,
-    edges: &mut Vec<Edge>,
     failed: &[(u32, u32)],
-    params: &NavParams,
-    report: &mut NavReport,
-) -> Result<()> {
-    let wp = &params.walk_params();
-    report.failed_walks = failed.len();
-    // Pieces to walk: fine paths between two fine points (their ends become nodes).
+) -> Vec<Vec<u32>> {
     let mut pieces: Vec<Vec<u32>> = Vec::new();
     for &(a, b) in failed {
         let (pa, pb) = (point_of_node[a as usize], point_of_node[b as usize]);
@@ -293,7 +356,6 @@ fn passages(
         let Some(path) = fine_path(fine, pa, pb, &allowed) else {
             continue;
         };
-        // Greedy string pulling: from each corner, the farthest path point in straight line.
         let mut i = 0;
         while i + 1 < path.len() {
             let j = (i + 1..path.len())
@@ -304,64 +366,58 @@ fn passages(
             i = j;
         }
     }
-    report.pieces = pieces.len();
-    let mut new_edges: FxHashSet<(u32, u32)> = FxHashSet::default();
-    for _round in 0..=SPLIT_ROUNDS {
-        if pieces.is_empty() {
-            break;
-        }
-        // Each piece's ends as nodes (shared by every piece through the same fine point).
-        let mut pairs = Vec::with_capacity(pieces.len());
-        for piece in &pieces {
-            let ends = [piece[0], *piece.last().unwrap()].map(|p| {
-                *node_of_point.entry(p).or_insert_with(|| {
-                    nodes.push(fine.pos[p as usize]);
-                    nodes.len() as u32 - 1
-                })
-            });
-            pairs.push((ends[0].min(ends[1]), ends[0].max(ends[1])));
-        }
-        check_count(nodes.len(), "nodes")?;
-        let verdicts = walk_pairs(engine, scene, nodes, &pairs, wp, report)?;
-        let mut next = Vec::new();
-        for ((piece, &(a, b)), w) in pieces.iter().zip(&pairs).zip(&verdicts) {
-            match *w {
-                Walk::Pass { kinds, length, .. } => {
-                    if new_edges.insert((a, b)) {
-                        edges.push(edge(a, b, kinds, length));
-                    }
+    pieces
+}
+
+/// One round of the passage walks: each piece's ends as nodes (shared by every piece through
+/// the same fine point), a passing piece an edge (once), a failing one split in two, or a
+/// single diagonal step walked as its two straight steps. Returns the pieces for the next
+/// round.
+fn walk_pieces(
+    site: &Site<'_>,
+    pieces: &[Vec<u32>],
+    draft: &mut Draft,
+    new_edges: &mut FxHashSet<(u32, u32)>,
+    report: &mut NavReport,
+) -> Result<Vec<Vec<u32>>> {
+    let fine = site.fine;
+    let mut pairs = Vec::with_capacity(pieces.len());
+    for piece in pieces {
+        let ends = [piece[0], *piece.last().unwrap()].map(|p| {
+            *draft.node_of_point.entry(p).or_insert_with(|| {
+                draft.nodes.push(fine.pos[p as usize]);
+                draft.nodes.len() as u32 - 1
+            })
+        });
+        pairs.push((ends[0].min(ends[1]), ends[0].max(ends[1])));
+    }
+    check_count(draft.nodes.len(), "nodes")?;
+    let wp = &site.params.walk_params();
+    let verdicts = walk_pairs(site.engine, site.scene, &draft.nodes, &pairs, wp, report)?;
+    let mut next = Vec::new();
+    for ((piece, &(a, b)), w) in pieces.iter().zip(&pairs).zip(&verdicts) {
+        match *w {
+            Walk::Pass { kinds, length, .. } => {
+                if new_edges.insert((a, b)) {
+                    draft.edges.push(edge(a, b, kinds, length));
                 }
-                Walk::Fail { .. } if piece.len() > 2 => {
-                    let mid = piece.len() / 2;
-                    next.push(piece[..=mid].to_vec());
-                    next.push(piece[mid..].to_vec());
-                }
-                Walk::Fail { .. } => {
-                    // One diagonal fine step (the body's sides sweep wide of it, into a door
-                    // jamb): walk it as its two straight steps, through the place beside both.
-                    if let Some(q) = beside(fine, piece[0], piece[1]) {
-                        next.push(vec![piece[0], q]);
-                        next.push(vec![q, piece[1]]);
-                    }
+            }
+            Walk::Fail { .. } if piece.len() > 2 => {
+                let mid = piece.len() / 2;
+                next.push(piece[..=mid].to_vec());
+                next.push(piece[mid..].to_vec());
+            }
+            Walk::Fail { .. } => {
+                // One diagonal fine step (the body's sides sweep wide of it, into a door
+                // jamb): walk it as its two straight steps, through the place beside both.
+                if let Some(q) = beside(fine, piece[0], piece[1]) {
+                    next.push(vec![piece[0], q]);
+                    next.push(vec![q, piece[1]]);
                 }
             }
         }
-        pieces = next;
     }
-    // Grid edges may repeat a passage edge (two grid nodes joined by a one-piece path).
-    let mut have: FxHashSet<(u32, u32)> = FxHashSet::default();
-    edges.retain(|e| have.insert((e.a, e.b)));
-    report.passage_edges = new_edges.len();
-    link_dead_ends(
-        engine,
-        scene,
-        nodes,
-        edges,
-        &mut have,
-        point_of_node.len(),
-        params,
-        report,
-    )
+    Ok(next)
 }
 
 /// Passage nodes left with one edge or none (a last piece too short to split failed, say

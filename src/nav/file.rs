@@ -77,6 +77,7 @@ pub fn parse_graph_json(text: &str, source: &str) -> Result<(Vec<Vec3>, Vec<Edge
     json_graph(text).map_err(|m| Error::load(source, m))
 }
 
+/// The nodes and edges of a JSON graph, or a message saying what is wrong with it.
 fn json_graph(text: &str) -> Result<(Vec<Vec3>, Vec<Edge>), String> {
     let v: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
     let obj = v
@@ -96,21 +97,7 @@ fn json_graph(text: &str) -> Result<(Vec<Vec3>, Vec<Edge>), String> {
             je.len()
         ));
     }
-    let nodes = jn
-        .iter()
-        .enumerate()
-        .map(|(k, p)| {
-            let lim = f64::from(crate::limits::MAX_COORDINATE);
-            let c = numbers(p)
-                .filter(|c| c.len() == 3 && c.iter().all(|x| x.abs() <= lim))
-                .ok_or_else(|| {
-                    format!(
-                        "nodes[{k}]: expected [x, y, z] with three finite numbers within {lim:e}"
-                    )
-                })?;
-            Ok(Vec3::new(c[0] as f32, c[1] as f32, c[2] as f32))
-        })
-        .collect::<Result<Vec<_>, String>>()?;
+    let nodes = json_nodes(jn)?;
     let optional = |key: &str| -> Result<Option<&Vec<Value>>, String> {
         match obj.get(key) {
             None => Ok(None),
@@ -130,39 +117,68 @@ fn json_graph(text: &str) -> Result<(Vec<Vec3>, Vec<Edge>), String> {
         }
     };
     let (kinds, lengths) = (optional("kinds")?, optional("lengths")?);
-    let mut edges = Vec::with_capacity(je.len());
-    for (k, e) in je.iter().enumerate() {
-        let ends = numbers(e)
-            .filter(|c| c.len() == 2 && c.iter().all(|&x| x >= 0.0 && x.fract() == 0.0))
-            .ok_or_else(|| format!("edges[{k}]: expected [a, b] with two node indices"))?;
-        let kind = match kinds.map(|a| &a[k]) {
-            None => EdgeKinds::NONE,
-            Some(Value::String(s)) => {
-                EdgeKinds::parse(s).map_err(|e| format!("kinds[{k}]: {e}"))?
-            }
-            Some(_) => {
-                return Err(format!(
-                    "kinds[{k}]: expected a string like \"stairs+water\""
-                ))
-            }
-        };
-        let length = match lengths.map(|a| &a[k]) {
-            None => 0.0,
-            Some(l) => l
-                .as_f64()
-                .filter(|l| l.is_finite() && *l >= 0.0)
-                .ok_or_else(|| format!("lengths[{k}]: expected a length >= 0 in metres"))?
-                as f32,
-        };
-        edges.push(Edge {
-            a: ends[0].min(f64::from(u32::MAX)) as u32,
-            b: ends[1].min(f64::from(u32::MAX)) as u32,
-            kinds: kind,
-            length,
-        });
-    }
+    let edges: Result<Vec<Edge>, String> = je
+        .iter()
+        .enumerate()
+        .map(|(k, e)| json_edge(k, e, kinds, lengths))
+        .collect();
+    let mut edges = edges?;
     check_refs(&nodes, &mut edges, &vec![lengths.is_some(); je.len()])?;
     Ok((nodes, edges))
+}
+
+/// The `nodes` array: `[x, y, z]` each, finite and within the coordinate limit.
+fn json_nodes(jn: &[Value]) -> Result<Vec<Vec3>, String> {
+    jn.iter()
+        .enumerate()
+        .map(|(k, p)| {
+            let lim = f64::from(crate::limits::MAX_COORDINATE);
+            let c = numbers(p)
+                .filter(|c| c.len() == 3 && c.iter().all(|x| x.abs() <= lim))
+                .ok_or_else(|| {
+                    format!(
+                        "nodes[{k}]: expected [x, y, z] with three finite numbers within {lim:e}"
+                    )
+                })?;
+            Ok(Vec3::new(c[0] as f32, c[1] as f32, c[2] as f32))
+        })
+        .collect()
+}
+
+/// Edge `k` of the `edges` array (`[a, b]`), with its kinds and length from the optional
+/// `kinds` and `lengths` arrays (none and 0 without them).
+fn json_edge(
+    k: usize,
+    e: &Value,
+    kinds: Option<&Vec<Value>>,
+    lengths: Option<&Vec<Value>>,
+) -> Result<Edge, String> {
+    let ends = numbers(e)
+        .filter(|c| c.len() == 2 && c.iter().all(|&x| x >= 0.0 && x.fract() == 0.0))
+        .ok_or_else(|| format!("edges[{k}]: expected [a, b] with two node indices"))?;
+    let kind = match kinds.map(|a| &a[k]) {
+        None => EdgeKinds::NONE,
+        Some(Value::String(s)) => EdgeKinds::parse(s).map_err(|e| format!("kinds[{k}]: {e}"))?,
+        Some(_) => {
+            return Err(format!(
+                "kinds[{k}]: expected a string like \"stairs+water\""
+            ))
+        }
+    };
+    let length = match lengths.map(|a| &a[k]) {
+        None => 0.0,
+        Some(l) => l
+            .as_f64()
+            .filter(|l| l.is_finite() && *l >= 0.0)
+            .ok_or_else(|| format!("lengths[{k}]: expected a length >= 0 in metres"))?
+            as f32,
+    };
+    Ok(Edge {
+        a: ends[0].min(f64::from(u32::MAX)) as u32,
+        b: ends[1].min(f64::from(u32::MAX)) as u32,
+        kinds: kind,
+        length,
+    })
 }
 
 /// The numbers of a JSON array, `None` unless every element is a finite number.

@@ -21,14 +21,12 @@
 //! [`EdgeKinds::WATER`] when any sample stands on a walkable surface that stops nothing (water),
 //! and [`EdgeKinds::STAIRS`] when the ground changes height through two or more risers in one
 //! direction (jumps over 5 cm between neighbouring samples on near-level treads). Its length is
-//! the length of the ground profile, or the straight distance between the ends where that is
-//! longer (the ends may sit a little off the ground). A failed walk says where along the line it
-//! first failed.
+//! the length of the ground profile. A failed walk says where along the line it first failed.
 
 use crate::agent::Agent;
 use crate::scene::{Mask, MaterialFlags, Scene};
 use crate::tables::EdgeKinds;
-use crate::trace::{Ray, Segment};
+use crate::trace::{Hit, Occlusion, Ray, Segment};
 use crate::{Engine, Result};
 use glam::Vec3;
 
@@ -114,6 +112,9 @@ pub(crate) fn walk(
     Ok((out, rays))
 }
 
+/// Tests one chunk of walks in two batches: the ground under every sample, then the body
+/// along every walk whose ground holds; appends the verdicts to `out` and returns the rays
+/// traced.
 fn walk_chunk(
     engine: &Engine,
     scene: &Scene,
@@ -122,6 +123,35 @@ fn walk_chunk(
     out: &mut Vec<Walk>,
 ) -> Result<u64> {
     // Stage 1: the ground under every sample.
+    let (down, first) = ground_rays(strolls, p);
+    // Foliage stops sight, not feet: the ground is what blocks fire or is walkable.
+    let all = Mask(MaterialFlags::BLOCKS_FIRE.union(MaterialFlags::WALKABLE));
+    let hits = engine.closest_hit(scene, &down, all)?;
+    // Profile checks; walks whose ground holds get body segments.
+    let mut verdicts = Vec::with_capacity(strolls.len());
+    let mut grounds = Vec::new();
+    for (k, s) in strolls.iter().enumerate() {
+        let (lo, hi) = (first[k], first[k + 1]);
+        verdicts.push(ground_profile(
+            scene,
+            p,
+            s,
+            &down[lo..hi],
+            &hits[lo..hi],
+            &mut grounds,
+        ));
+    }
+    // Stage 2: the body along every walk whose ground holds.
+    let body = Body::along(strolls, &verdicts, &first, &grounds, p);
+    let blocked = engine.occluded(scene, &body.segs, Mask::FIRE)?;
+    body.judge(&blocked, &mut verdicts);
+    out.extend(verdicts);
+    Ok((down.len() + body.segs.len()) as u64)
+}
+
+/// A downward ray from `probe_up` above every sample of every walk; `first[k]` is walk `k`'s
+/// first ray (and `first[strolls.len()]` the count).
+fn ground_rays(strolls: &[Stroll], p: &WalkParams) -> (Vec<Ray>, Vec<usize>) {
     let mut down = Vec::new();
     let mut first = Vec::with_capacity(strolls.len() + 1);
     for s in strolls {
@@ -135,98 +165,143 @@ fn walk_chunk(
         }
     }
     first.push(down.len());
-    // Foliage stops sight, not feet: the ground is what blocks fire or is walkable.
-    let all = Mask(MaterialFlags::BLOCKS_FIRE.union(MaterialFlags::WALKABLE));
-    let hits = engine.closest_hit(scene, &down, all)?;
+    (down, first)
+}
+
+/// The ground test of one walk from its samples' rays and hits: a pass with its kinds, length
+/// and end heights, or where it first failed. A passing walk's ground heights and normals'
+/// y are appended to `grounds`.
+fn ground_profile(
+    scene: &Scene,
+    p: &WalkParams,
+    s: &Stroll,
+    down: &[Ray],
+    hits: &[Option<Hit>],
+    grounds: &mut Vec<(f32, f32)>,
+) -> Walk {
     let min_ny = p.max_slope.cos();
     let tread_ny = TREAD_DEGREES.to_radians().cos();
-    // Profile checks; walks whose ground holds get body segments.
-    let mut verdicts = Vec::with_capacity(strolls.len());
-    let mut grounds = Vec::new();
-    for (k, s) in strolls.iter().enumerate() {
-        let (lo, hi) = (first[k], first[k + 1]);
-        let n = hi - lo - 1;
-        let mut kinds = EdgeKinds::NONE;
-        let mut length = 0.0;
-        let (mut ups, mut downs) = (0, 0);
-        let run = Vec3::new(s.b.x - s.a.x, 0.0, s.b.z - s.a.z).length() / n as f32;
-        let mut fail = None;
-        let g0 = grounds.len();
-        for i in 0..=n {
-            let t = i as f32 / n as f32;
-            let Some(h) = hits[lo + i] else {
+    let n = down.len() - 1;
+    let mut kinds = EdgeKinds::NONE;
+    let mut length = 0.0;
+    let (mut ups, mut downs) = (0, 0);
+    let run = Vec3::new(s.b.x - s.a.x, 0.0, s.b.z - s.a.z).length() / n as f32;
+    let mut fail = None;
+    let g0 = grounds.len();
+    for i in 0..=n {
+        let t = i as f32 / n as f32;
+        let Some(h) = hits[i] else {
+            fail = Some(t);
+            break;
+        };
+        let flags = scene.materials()[h.material as usize].flags;
+        if !flags.contains(MaterialFlags::WALKABLE) || h.normal.y < min_ny || h.back {
+            fail = Some(t);
+            break;
+        }
+        if !flags.intersects(MaterialFlags::BLOCKS_FIRE) {
+            kinds = kinds.union(EdgeKinds::WATER);
+        }
+        let g = down[i].origin().y - h.t;
+        if i > 0 {
+            let (prev, prev_ny) = grounds[grounds.len() - 1];
+            let rise: f32 = g - prev;
+            if rise.abs() > p.step_height {
                 fail = Some(t);
                 break;
-            };
-            let flags = scene.materials()[h.material as usize].flags;
-            if !flags.contains(MaterialFlags::WALKABLE) || h.normal.y < min_ny || h.back {
-                fail = Some(t);
-                break;
             }
-            if !flags.intersects(MaterialFlags::BLOCKS_FIRE) {
-                kinds = kinds.union(EdgeKinds::WATER);
-            }
-            let g = down[lo + i].origin().y - h.t;
-            if i > 0 {
-                let (prev, prev_ny) = grounds[grounds.len() - 1];
-                let rise: f32 = g - prev;
-                if rise.abs() > p.step_height {
-                    fail = Some(t);
-                    break;
+            if rise.abs() > RISER && h.normal.y >= tread_ny && prev_ny >= tread_ny {
+                if rise > 0.0 {
+                    ups += 1;
+                } else {
+                    downs += 1;
                 }
-                if rise.abs() > RISER && h.normal.y >= tread_ny && prev_ny >= tread_ny {
-                    if rise > 0.0 {
-                        ups += 1;
-                    } else {
-                        downs += 1;
-                    }
-                }
-                length += (run * run + rise * rise).sqrt();
             }
-            grounds.push((g, h.normal.y));
+            length += (run * run + rise * rise).sqrt();
         }
-        let ends = (grounds.len() > g0).then(|| [grounds[g0].0, grounds[grounds.len() - 1].0]);
-        if fail.is_none() && s.anchored {
-            let [e0, e1] = ends.unwrap();
-            if (e0 - s.a.y).abs() > END_TOLERANCE {
-                fail = Some(0.0);
-            } else if (e1 - s.b.y).abs() > END_TOLERANCE {
-                fail = Some(1.0);
-            }
-        }
-        if ups >= 2 || downs >= 2 {
-            kinds = kinds.union(EdgeKinds::STAIRS);
-        }
-        verdicts.push(match fail {
-            Some(at) => {
-                grounds.truncate(g0);
-                Walk::Fail { at }
-            }
-            // The ends may sit up to END_TOLERANCE off the ground profile; an edge is never
-            // shorter than the straight line between its nodes (table readers check it).
-            None => Walk::Pass {
-                kinds,
-                length: length.max(s.a.distance(s.b)),
-                ends: ends.unwrap(),
-            },
-        });
+        grounds.push((g, h.normal.y));
     }
-    // Stage 2: the body along every walk whose ground holds.
-    let (sweep, stand) = p.heights();
-    let crouch_top = sweep[3];
-    let mut segs = Vec::new();
-    let mut spans = Vec::new();
-    let mut g = 0;
-    for (k, s) in strolls.iter().enumerate() {
-        if !matches!(verdicts[k], Walk::Pass { .. }) {
-            continue;
+    let ends = (grounds.len() > g0).then(|| [grounds[g0].0, grounds[grounds.len() - 1].0]);
+    if fail.is_none() && s.anchored {
+        let [e0, e1] = ends.unwrap();
+        if (e0 - s.a.y).abs() > END_TOLERANCE {
+            fail = Some(0.0);
+        } else if (e1 - s.b.y).abs() > END_TOLERANCE {
+            fail = Some(1.0);
         }
-        let n = first[k + 1] - first[k] - 1;
+    }
+    if ups >= 2 || downs >= 2 {
+        kinds = kinds.union(EdgeKinds::STAIRS);
+    }
+    match fail {
+        Some(at) => {
+            grounds.truncate(g0);
+            Walk::Fail { at }
+        }
+        // The ends may sit up to END_TOLERANCE off the ground profile; an edge is never
+        // shorter than the straight line between its nodes (table readers check it).
+        None => Walk::Pass {
+            kinds,
+            length: length.max(s.a.distance(s.b)),
+            ends: ends.unwrap(),
+        },
+    }
+}
+
+/// One walk's body segments: walk `k`, its `n` intervals, its crouching segments
+/// `start..crouch` (`crouch_end[e]` ends element `e`'s) and standing ones `crouch..end`.
+struct Span {
+    k: usize,
+    start: usize,
+    crouch: usize,
+    end: usize,
+    crouch_end: Vec<usize>,
+    n: usize,
+}
+
+/// The body segments of every walk whose ground holds, and where each walk's lie.
+struct Body {
+    segs: Vec<Segment>,
+    spans: Vec<Span>,
+}
+
+impl Body {
+    /// The crouching and standing body along every passing walk, on its ground profile
+    /// (`grounds`, in walk order).
+    fn along(
+        strolls: &[Stroll],
+        verdicts: &[Walk],
+        first: &[usize],
+        grounds: &[(f32, f32)],
+        p: &WalkParams,
+    ) -> Body {
+        let mut body = Body {
+            segs: Vec::new(),
+            spans: Vec::new(),
+        };
+        let mut g = 0;
+        for (k, s) in strolls.iter().enumerate() {
+            if !matches!(verdicts[k], Walk::Pass { .. }) {
+                continue;
+            }
+            let n = first[k + 1] - first[k] - 1;
+            body.push_walk(k, s, &grounds[g..g + n + 1], p);
+            g += n + 1;
+        }
+        body
+    }
+
+    /// Walk `k`'s segments over its ground heights `ground` (one per sample).
+    fn push_walk(&mut self, k: usize, s: &Stroll, ground: &[(f32, f32)], p: &WalkParams) {
+        let (sweep, stand) = p.heights();
+        let crouch_top = sweep[3];
+        let segs = &mut self.segs;
+        let n = ground.len() - 1;
         let along = Vec3::new(s.b.x - s.a.x, 0.0, s.b.z - s.a.z);
         let side = Vec3::new(-along.z, 0.0, along.x).normalize_or_zero() * p.agent.radius;
         let at = |i: usize| {
             let xz = s.a.lerp(s.b, i as f32 / n as f32);
-            Vec3::new(xz.x, grounds[g + i].0, xz.z)
+            Vec3::new(xz.x, ground[i].0, xz.z)
         };
         let start = segs.len();
         let mut crouch_end = Vec::with_capacity(2 * n + 1);
@@ -261,22 +336,31 @@ fn walk_chunk(
                 }
             }
         }
-        spans.push((k, start, crouch, segs.len(), crouch_end, n));
-        g += n + 1;
+        self.spans.push(Span {
+            k,
+            start,
+            crouch,
+            end: segs.len(),
+            crouch_end,
+            n,
+        });
     }
-    let blocked = engine.occluded(scene, &segs, Mask::FIRE)?;
-    for (k, start, crouch, end, crouch_end, n) in spans {
-        if let Some(e) = (start..crouch).find(|&i| blocked.get(i)) {
-            let element = crouch_end.iter().position(|&c| c > e).unwrap_or(2 * n);
-            verdicts[k] = Walk::Fail {
-                at: element as f32 / (2 * n) as f32,
-            };
-        } else if (crouch..end).any(|i| blocked.get(i)) {
-            if let Walk::Pass { kinds, .. } = &mut verdicts[k] {
-                *kinds = kinds.union(EdgeKinds::CROUCH);
+
+    /// A walk whose crouching body is blocked fails where it first was; one where only the
+    /// standing body is blocked passes crouching.
+    fn judge(&self, blocked: &Occlusion, verdicts: &mut [Walk]) {
+        for sp in &self.spans {
+            let n = sp.n;
+            if let Some(e) = (sp.start..sp.crouch).find(|&i| blocked.get(i)) {
+                let element = sp.crouch_end.iter().position(|&c| c > e).unwrap_or(2 * n);
+                verdicts[sp.k] = Walk::Fail {
+                    at: element as f32 / (2 * n) as f32,
+                };
+            } else if (sp.crouch..sp.end).any(|i| blocked.get(i)) {
+                if let Walk::Pass { kinds, .. } = &mut verdicts[sp.k] {
+                    *kinds = kinds.union(EdgeKinds::CROUCH);
+                }
             }
         }
     }
-    out.extend(verdicts);
-    Ok((down.len() + segs.len()) as u64)
 }

@@ -92,12 +92,40 @@ pub fn merge_files(inputs: &[impl AsRef<Path>], out: impl AsRef<Path>) -> Result
         .iter()
         .map(MappedTable::open)
         .collect::<Result<Vec<_>>>()?;
+    let parts = in_shard_order(&shards)?;
+    let first = &shards[0];
+    let los = merged_los(&parts)?;
+    let n = first.n();
+    let waypoints: Vec<_> = (0..n).map(|i| first.waypoint(i)).collect();
+    let edges = first.edges();
+    let mut w = TableWriter::create(
+        out.as_ref(),
+        first.meta(),
+        &waypoints,
+        (0, 1),
+        first.has_intervis(),
+        edges.is_some(),
+    )?;
+    w.write_los(&los)?;
+    drop(los);
+    if first.has_intervis() {
+        copy_intervis(&mut w, &parts, n)?;
+    }
+    if let Some(e) = &edges {
+        w.write_edges(e)?;
+    }
+    w.finish_file()
+}
+
+/// The shards by their index `k`, after checking that they are all the shards of one run:
+/// the same count, parameters, waypoints, nav graph and intervis, none twice, none missing.
+fn in_shard_order(shards: &[MappedTable]) -> Result<Vec<&MappedTable>> {
     let first = shards
         .first()
         .ok_or_else(|| Error::InvalidInput("merge needs at least one shard".into()))?;
     let count = first.shard().1;
     let mut by_k: Vec<Option<&MappedTable>> = vec![None; count as usize];
-    for s in &shards {
+    for s in shards {
         let (k, m) = s.shard();
         let name = s.path();
         if m != count {
@@ -129,7 +157,14 @@ pub fn merge_files(inputs: &[impl AsRef<Path>], out: impl AsRef<Path>) -> Result
             "shard {k}/{count} is missing: merge needs all {count} shards"
         )));
     }
-    let parts: Vec<&MappedTable> = by_k.into_iter().flatten().collect();
+    Ok(by_k.into_iter().flatten().collect())
+}
+
+/// The complete line-of-sight table: row `i` copied, 64 bits at a time, from shard
+/// `i % count` (`parts` in shard order).
+fn merged_los(parts: &[&MappedTable]) -> Result<LosTable> {
+    let first = parts[0];
+    let count = first.shard().1;
     let n = first.n();
     let mut los = LosTable::empty(n, (0, 1))?;
     let mut bits = std::mem::take(los.bits_mut());
@@ -145,34 +180,28 @@ pub fn merge_files(inputs: &[impl AsRef<Path>], out: impl AsRef<Path>) -> Result
         }
     }
     *los.bits_mut() = bits;
-    let waypoints: Vec<_> = (0..n).map(|i| first.waypoint(i)).collect();
-    let edges = first.edges();
-    let mut w = TableWriter::create(
-        out.as_ref(),
-        first.meta(),
-        &waypoints,
-        (0, 1),
-        first.has_intervis(),
-        edges.is_some(),
-    )?;
-    w.write_los(&los)?;
-    drop(los);
-    if first.has_intervis() {
-        let mut next = vec![0usize; parts.len()];
-        for i in 0..n {
-            let p = (i % count) as usize;
-            while next[p] < parts[p].intervis_len() {
-                let (o, t, r) = parts[p].intervis_entry(next[p]);
-                if o != i {
-                    break;
-                }
-                w.push_intervis(o, t, &r)?;
-                next[p] += 1;
+    Ok(los)
+}
+
+/// The shards' intervis records into `w` in observer order: observer `i`'s from shard
+/// `i % count`.
+fn copy_intervis<W: std::io::Write + std::io::Seek>(
+    w: &mut TableWriter<W>,
+    parts: &[&MappedTable],
+    n: u32,
+) -> Result<()> {
+    let count = parts.len() as u32;
+    let mut next = vec![0usize; parts.len()];
+    for i in 0..n {
+        let p = (i % count) as usize;
+        while next[p] < parts[p].intervis_len() {
+            let (o, t, r) = parts[p].intervis_entry(next[p]);
+            if o != i {
+                break;
             }
+            w.push_intervis(o, t, &r)?;
+            next[p] += 1;
         }
     }
-    if let Some(e) = &edges {
-        w.write_edges(e)?;
-    }
-    w.finish_file()
+    Ok(())
 }

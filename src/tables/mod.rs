@@ -356,12 +356,15 @@ impl TableFile {
     /// of format `version` ([`TableFile::read_versioned`] tells it).
     #[must_use]
     pub fn summary(&self, version: u32) -> String {
+        self.describe_setup(version) + &self.describe_contents()
+    }
+
+    /// The summary's first lines: the format, the scene, the waypoints, the digests, the
+    /// parameters and the shard.
+    fn describe_setup(&self, version: u32) -> String {
         let m = &self.meta;
         let n = self.waypoints.len() as u64;
-        let mb = |b: u64| b as f64 / 1e6;
         let (k, shards) = self.los.shard();
-        let pairs = self.los.bit_count();
-        let vis = self.los.visible_pairs();
         let mut s = format!("sightline table, format version {version}\n");
         s += &format!(
             "scene: {}\n",
@@ -399,6 +402,18 @@ impl TableFile {
                 "shard: {k}/{shards} (rows i % {shards} == {k}); merge with `sightline merge`\n"
             )
         };
+        s
+    }
+
+    /// The summary's last lines: line of sight, the sees lists, intervis and the nav graph,
+    /// with their sizes.
+    fn describe_contents(&self) -> String {
+        let m = &self.meta;
+        let n = self.waypoints.len() as u64;
+        let mb = |b: u64| b as f64 / 1e6;
+        let pairs = self.los.bit_count();
+        let vis = self.los.visible_pairs();
+        let mut s = String::new();
         let pct = if pairs == 0 {
             0.0
         } else {

@@ -232,20 +232,40 @@ pub struct Sniping {
     traffic_total: f32,
 }
 
-impl Sniping {
-    /// Computes the qualities of every waypoint (in parallel). Cost per waypoint: one bounded
-    /// Dijkstra search (quality C) and, per overlooked waypoint, a few bit lookups per
-    /// waypoint within the cover time (D, E).
-    pub fn compute(rel: &Relations, site: &Site, params: &SnipingParams) -> Result<Sniping> {
-        params.validate()?;
+/// The share of the waypoints within the time horizon of `w` (`w` itself counted when
+/// `with_self`) for which `pred` holds; 0 when there are none.
+fn horizon_share(rel: &Relations, w: u32, pred: &dyn Fn(u32) -> bool, with_self: bool) -> f32 {
+    let list = rel.within_horizon(w);
+    let pool: Vec<u32> = list
+        .iter()
+        .map(|&(v, _)| v)
+        .filter(|&v| with_self || v != w)
+        .collect();
+    if pool.is_empty() {
+        return 0.0;
+    }
+    pool.iter().filter(|&&v| pred(v)).count() as f32 / pool.len() as f32
+}
+
+/// What the per-sector sums read: the relations, the site, the parameters, which waypoints
+/// are key locations, the waypoints within the cover time of each (as bit spans) and the fire
+/// table unfolded into rows, so D and E are word operations.
+struct Overlook<'a> {
+    rel: &'a Relations,
+    site: &'a Site,
+    params: &'a SnipingParams,
+    is_key: Vec<bool>,
+    near: Vec<BitSpan>,
+    fire: BitRows,
+}
+
+impl<'a> Overlook<'a> {
+    fn new(rel: &'a Relations, site: &'a Site, params: &'a SnipingParams) -> Result<Self> {
         let n = rel.len();
-        site.check(n)?;
         let mut is_key = vec![false; n];
         for &k in &site.keys {
             is_key[k as usize] = true;
         }
-        // Waypoints within the cover time of each waypoint, as bit spans; the fire table
-        // unfolded into rows, so D and E are word operations.
         let near: Vec<BitSpan> = (0..n as u32)
             .into_par_iter()
             .map(|w| {
@@ -255,8 +275,23 @@ impl Sniping {
             })
             .collect();
         let fire = BitRows::from_table(rel.fire_table())?;
+        Ok(Overlook {
+            rel,
+            site,
+            params,
+            is_key,
+            near,
+            fire,
+        })
+    }
+
+    /// Every waypoint's sums (in parallel), each after one bounded Dijkstra search for the
+    /// travel times of quality C.
+    fn sums(&self) -> Vec<Sums> {
+        let (rel, params) = (self.rel, self.params);
+        let n = rel.len();
         let speed = rel.params().speed;
-        let sums: Vec<Sums> = (0..n as u32)
+        (0..n as u32)
             .into_par_iter()
             .map_init(
                 || (Search::new(n), vec![f32::INFINITY; n]),
@@ -265,56 +300,65 @@ impl Sniping {
                     for &(v, c) in &reached {
                         time[v as usize] = c / speed;
                     }
-                    let mut s = Sums::default();
-                    let mine = &near[w as usize];
-                    for it in rel.interactions(w) {
-                        let (o, k) = (it.other, it.sector.index());
-                        let v = super::los_lof_value(it.code);
-                        let far = rel.far_distance(w, o);
-                        s.count[k] += 1;
-                        s.b[k] += v * far;
-                        s.c[k] += (time[o as usize] / params.reach).min(1.0);
-                        if mine.any_outside(fire.row(o)) {
-                            s.d[k] += 1.0;
-                        }
-                        let theirs = &near[o as usize];
-                        let exposed = theirs.count_in(fire.row(w));
-                        s.e[k] += exposed as f32 / theirs.len().max(1) as f32;
-                        if is_key[o as usize] && it.code & super::SIGHT != 0 {
-                            s.f[k] += 1.0;
-                        }
-                        if let Some(t) = site.traffic.get(o as usize) {
-                            s.t[k] += v * far * t;
-                        }
-                    }
+                    let s = self.sums_of(w, time);
                     for &(v, _) in &reached {
                         time[v as usize] = f32::INFINITY;
                     }
                     s
                 },
             )
-            .collect();
-        let horizon_share = |w: u32, pred: &dyn Fn(u32) -> bool, with_self: bool| {
-            let list = rel.within_horizon(w);
-            let pool: Vec<u32> = list
-                .iter()
-                .map(|&(v, _)| v)
-                .filter(|&v| with_self || v != w)
-                .collect();
-            if pool.is_empty() {
-                return 0.0;
+            .collect()
+    }
+
+    /// Waypoint `w`'s sums per sector over the waypoints it interacts with, `time` holding
+    /// the travel time to each waypoint reached (infinite elsewhere).
+    fn sums_of(&self, w: u32, time: &[f32]) -> Sums {
+        let (rel, params, fire) = (self.rel, self.params, &self.fire);
+        let mut s = Sums::default();
+        let mine = &self.near[w as usize];
+        for it in rel.interactions(w) {
+            let (o, k) = (it.other, it.sector.index());
+            let v = super::los_lof_value(it.code);
+            let far = rel.far_distance(w, o);
+            s.count[k] += 1;
+            s.b[k] += v * far;
+            s.c[k] += (time[o as usize] / params.reach).min(1.0);
+            if mine.any_outside(fire.row(o)) {
+                s.d[k] += 1.0;
             }
-            pool.iter().filter(|&&v| pred(v)).count() as f32 / pool.len() as f32
-        };
+            let theirs = &self.near[o as usize];
+            let exposed = theirs.count_in(fire.row(w));
+            s.e[k] += exposed as f32 / theirs.len().max(1) as f32;
+            if self.is_key[o as usize] && it.code & super::SIGHT != 0 {
+                s.f[k] += 1.0;
+            }
+            if let Some(t) = self.site.traffic.get(o as usize) {
+                s.t[k] += v * far * t;
+            }
+        }
+        s
+    }
+}
+
+impl Sniping {
+    /// Computes the qualities of every waypoint (in parallel). Cost per waypoint: one bounded
+    /// Dijkstra search (quality C) and, per overlooked waypoint, a few bit lookups per
+    /// waypoint within the cover time (D, E).
+    pub fn compute(rel: &Relations, site: &Site, params: &SnipingParams) -> Result<Sniping> {
+        params.validate()?;
+        let n = rel.len();
+        site.check(n)?;
+        let sums = Overlook::new(rel, site, params)?.sums();
         let a = (0..n)
             .map(|w| 1.0 - site.light.get(w).copied().unwrap_or(0.5).min(1.0))
             .collect();
         let g = (0..n as u32)
-            .map(|w| horizon_share(w, &|v| rel.sight(w, v), false))
+            .map(|w| horizon_share(rel, w, &|v| rel.sight(w, v), false))
             .collect();
         let i = (0..n as u32)
             .map(|w| {
                 horizon_share(
+                    rel,
                     w,
                     &|v| site.free.get(v as usize).copied().unwrap_or(true),
                     true,

@@ -66,7 +66,7 @@ impl TpmParams {
     }
 
     fn validate(&self) -> Result<()> {
-        let rate = |v: f32| (0.0..=1e3).contains(&v);
+        let rate = |v: f32| v.is_finite() && (0.0..=1e3).contains(&v);
         if !(rate(self.diffusion_rate) && rate(self.accrual_rate)) {
             return Err(Error::InvalidInput(format!(
                 "TPM rates (diffusion {}, accrual {}) must be finite, 0..=1000 per second",
@@ -233,6 +233,20 @@ impl TpmSet {
     /// Advances every map by `dt` seconds (diffusion, accrual, then the observations: see the
     /// module docs). Observations may repeat a (map, node) pair: their rates add.
     pub fn step(&mut self, dt: f32, observations: &[Observation]) -> Result<()> {
+        self.check_step(dt, observations)?;
+        let pr = &self.params;
+        let lambda = -(-pr.diffusion_rate * dt).exp_m1();
+        let keep = (-pr.accrual_rate * dt).exp();
+        let prior = pr.prior * (1.0 - keep);
+        self.diffuse_all(lambda, keep, prior);
+        self.observe(observations, dt, lambda, keep, prior);
+        std::mem::swap(&mut self.p, &mut self.next);
+        Ok(())
+    }
+
+    /// A step of `dt` seconds must lie in (0, [`MAX_STEP`]], and every observation name a map
+    /// and a node that exist, at a finite rate of at least 0.
+    fn check_step(&self, dt: f32, observations: &[Observation]) -> Result<()> {
         if !(dt.is_finite() && dt > 0.0 && dt <= MAX_STEP) {
             return Err(Error::InvalidInput(format!(
                 "TPM step {dt} s must be in (0, {MAX_STEP}] seconds"
@@ -248,14 +262,16 @@ impl TpmSet {
                 self.count, self.nodes
             )));
         }
-        let pr = &self.params;
-        let lambda = -(-pr.diffusion_rate * dt).exp_m1();
-        let keep = (-pr.accrual_rate * dt).exp();
+        Ok(())
+    }
+
+    /// Every map's diffusion and accrual into `next`: `keep` of the diffused value (a share
+    /// `lambda` spread along the edges) plus `prior`; in parallel chunks of rows when large.
+    fn diffuse_all(&mut self, lambda: f32, keep: f32, prior: f32) {
         let k = self.count;
         let rows = (CHUNK_VALUES / k).max(1);
         let (p, weight_sum) = (&self.p, &self.weight_sum);
         let graph = (&self.offsets[..], &self.neighbours[..], &self.weights[..]);
-        let prior = pr.prior * (1.0 - keep);
         let update = |first: usize, out: &mut [f32]| {
             if k == 1 {
                 // One map: the same arithmetic as the row kernel, summed in a register.
@@ -287,8 +303,22 @@ impl TpmSet {
                 .enumerate()
                 .for_each(|(c, out)| update(c * rows, out));
         }
-        // Observed values: the diffused value without accrual (the accrual undone, or, where it
-        // all but replaced the value, diffused again), then every decay.
+    }
+
+    /// The observed values in `next`: the diffused value without accrual (the accrual undone,
+    /// or, where it all but replaced the value, diffused again), then every decay over `dt`,
+    /// down to the floor.
+    fn observe(
+        &mut self,
+        observations: &[Observation],
+        dt: f32,
+        lambda: f32,
+        keep: f32,
+        prior: f32,
+    ) {
+        let k = self.count;
+        let (p, weight_sum) = (&self.p, &self.weight_sum);
+        let graph = (&self.offsets[..], &self.neighbours[..], &self.weights[..]);
         for o in observations {
             let e = o.node as usize * k + o.tpm as usize;
             if keep >= 0.5 {
@@ -305,14 +335,12 @@ impl TpmSet {
         }
         for o in observations {
             let v = &mut self.next[o.node as usize * k + o.tpm as usize];
-            *v = (*v * (-o.rate * dt).exp()).max(pr.floor);
+            *v = (*v * (-o.rate * dt).exp()).max(self.params.floor);
         }
         for o in observations {
             let e = o.node as usize * k + o.tpm as usize;
             self.undone[e / 64] = 0;
         }
-        std::mem::swap(&mut self.p, &mut self.next);
-        Ok(())
     }
 }
 

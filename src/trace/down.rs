@@ -481,6 +481,28 @@ impl Ctx<'_> {
         tris: &[GpuTriangle],
         (tier, first): (u32, u32),
     ) {
+        let Some(admitted) = self.admitted(t, node, s) else {
+            return;
+        };
+        let mut changed = false;
+        for (n, tri) in (first..).zip(tris) {
+            if tri.flags & self.mask == 0 {
+                continue;
+            }
+            let Some(cand) = candidates(t, tri, &admitted) else {
+                continue;
+            };
+            changed |= self.hit_cells(t, tri, &cand, (tier, n));
+        }
+        if changed {
+            t.cut = t.least_h();
+        }
+    }
+
+    /// Per row of the tile, the cells under slot `s` of `node` (padded) whose rays its slab
+    /// test admits; `None` when there are none.
+    #[inline]
+    fn admitted(&self, t: &Tile, node: &WideNode, s: usize) -> Option<[u32; TH]> {
         let b = &node.bounds;
         let rect = t.rect(
             b[0][s] - t.pad,
@@ -499,63 +521,67 @@ impl Ctx<'_> {
             admitted[i] &= r;
             any |= admitted[i];
         }
-        if any == 0 {
-            return;
-        }
+        (any != 0).then_some(admitted)
+    }
+
+    /// Tests `tri` (number `at`) against the cells of `cand`, keeping each ray's nearest hit
+    /// (ties to the lower triangle id); returns whether any ray's hit changed.
+    #[inline]
+    fn hit_cells(&self, t: &mut Tile, tri: &GpuTriangle, cand: &[u32; TH], at: (u32, u32)) -> bool {
         let mut changed = false;
-        for (n, tri) in (first..).zip(tris) {
-            if tri.flags & self.mask == 0 {
-                continue;
-            }
-            let [a, bb, c] = [tri.v0, tri.v1, tri.v2].map(|v| [v[0], v[2]]);
-            if flat_on_ground(a, bb, c) {
-                continue;
-            }
-            let lo = [a[0].min(bb[0]).min(c[0]), a[1].min(bb[1]).min(c[1])];
-            let hi = [a[0].max(bb[0]).max(c[0]), a[1].max(bb[1]).max(c[1])];
-            // Extent of tile and triangle together, squared.
-            let ex = hi[0].max(t.hi[0]) - lo[0].min(t.lo[0]);
-            let ez = hi[1].max(t.hi[1]) - lo[1].min(t.lo[1]);
-            let r2 = ex * ex + ez * ez;
-            let e = [
-                [bb[0] - a[0], bb[1] - a[1]],
-                [c[0] - a[0], c[1] - a[1]],
-                [c[0] - bb[0], c[1] - bb[1]],
-            ];
-            let cross = e[0][0] * e[1][1] - e[0][1] * e[1][0];
-            let l2 = e
-                .iter()
-                .map(|v| v[0] * v[0] + v[1] * v[1])
-                .fold(0.0f32, f32::max);
-            // Smallest height = |cross| / longest edge; compare squares.
-            let wide = cross * cross > SAFE_WIDTH * SAFE_WIDTH * r2 * l2;
-            let cand = if wide {
-                let p = SAFE_PAD * r2.sqrt();
-                let m = t.rect(lo[0] - p, hi[0] + p, lo[1] - p, hi[1] + p);
-                std::array::from_fn(|i| m[i] & admitted[i])
-            } else {
-                admitted
-            };
-            for (i, &row) in cand.iter().enumerate() {
-                let mut m = row;
-                while m != 0 {
-                    let j = m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    let k = i * TW + j;
-                    let Some(d) = intersect(&self.prep(t, k), tri, t.t_max[k]) else {
-                        continue;
-                    };
-                    if d < t.best_t[k] || (d == t.best_t[k] && tri.id < t.best_id[k]) {
-                        (t.best_t[k], t.best_id[k], t.best_at[k]) = (d, tri.id, (tier, n));
-                        t.limit[k] = d.min(t.t_max[k]);
-                        t.h[k] = height(t.oy[k], t.limit[k]);
-                        changed = true;
-                    }
+        for (i, &row) in cand.iter().enumerate() {
+            let mut m = row;
+            while m != 0 {
+                let j = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let k = i * TW + j;
+                let Some(d) = intersect(&self.prep(t, k), tri, t.t_max[k]) else {
+                    continue;
+                };
+                if d < t.best_t[k] || (d == t.best_t[k] && tri.id < t.best_id[k]) {
+                    (t.best_t[k], t.best_id[k], t.best_at[k]) = (d, tri.id, at);
+                    t.limit[k] = d.min(t.t_max[k]);
+                    t.h[k] = height(t.oy[k], t.limit[k]);
+                    changed = true;
                 }
             }
         }
-        if changed {
-            t.cut = t.least_h();
-        }
+        changed
     }
+}
+
+/// The admitted cells `tri` may cover: `None` for a triangle flat on the ground (seen edge
+/// on from above), the cells near its footprint when it is wide enough to bound safely, else
+/// every admitted cell.
+#[inline]
+fn candidates(t: &Tile, tri: &GpuTriangle, admitted: &[u32; TH]) -> Option<[u32; TH]> {
+    let [a, bb, c] = [tri.v0, tri.v1, tri.v2].map(|v| [v[0], v[2]]);
+    if flat_on_ground(a, bb, c) {
+        return None;
+    }
+    let lo = [a[0].min(bb[0]).min(c[0]), a[1].min(bb[1]).min(c[1])];
+    let hi = [a[0].max(bb[0]).max(c[0]), a[1].max(bb[1]).max(c[1])];
+    // Extent of tile and triangle together, squared.
+    let ex = hi[0].max(t.hi[0]) - lo[0].min(t.lo[0]);
+    let ez = hi[1].max(t.hi[1]) - lo[1].min(t.lo[1]);
+    let r2 = ex * ex + ez * ez;
+    let e = [
+        [bb[0] - a[0], bb[1] - a[1]],
+        [c[0] - a[0], c[1] - a[1]],
+        [c[0] - bb[0], c[1] - bb[1]],
+    ];
+    let cross = e[0][0] * e[1][1] - e[0][1] * e[1][0];
+    let l2 = e
+        .iter()
+        .map(|v| v[0] * v[0] + v[1] * v[1])
+        .fold(0.0f32, f32::max);
+    // Smallest height = |cross| / longest edge; compare squares.
+    let wide = cross * cross > SAFE_WIDTH * SAFE_WIDTH * r2 * l2;
+    Some(if wide {
+        let p = SAFE_PAD * r2.sqrt();
+        let m = t.rect(lo[0] - p, hi[0] + p, lo[1] - p, hi[1] + p);
+        std::array::from_fn(|i| m[i] & admitted[i])
+    } else {
+        *admitted
+    })
 }

@@ -1,6 +1,7 @@
 //! `sightline fireteam`: a team (or a squad of teams) moves across a scene; run.json, a contact
 //! sheet of frames, the final threat map and the cover map.
 
+use crate::args::{self, NavArgs, SceneArgs};
 use crate::nav_cmd::bounds;
 use crate::picture::{self, legend, legend::Key, palette, Canvas};
 use crate::tpm_cmd::{nearest, nearest_where};
@@ -17,10 +18,10 @@ use std::path::{Path, PathBuf};
 #[derive(clap::Args)]
 pub struct Args {
     /// Where the team starts: X,Z (or X,Y,Z), snapped to the nearest node.
-    #[arg(long, value_parser = crate::parse_place, allow_hyphen_values = true)]
+    #[arg(long, value_parser = args::parse_place, allow_hyphen_values = true)]
     from: Vec3,
     /// Where it goes: X,Z (or X,Y,Z), snapped to the nearest node the start can reach.
-    #[arg(long, value_parser = crate::parse_place, allow_hyphen_values = true)]
+    #[arg(long, value_parser = args::parse_place, allow_hyphen_values = true)]
     to: Vec3,
     /// The sector to watch from the goal: FROM_DEG,TO_DEG, yaws from +X toward +Z.
     #[arg(long, value_parser = parse_sector, allow_hyphen_values = true)]
@@ -59,6 +60,22 @@ impl Args {
     }
 }
 
+/// `sightline fireteam`: the graph from `a.table` when given (else from `nav`), then the run.
+pub fn command(scene: &SceneArgs, nav: &NavArgs, a: &Args) -> AnyResult<()> {
+    let (s, e) = args::open(scene)?;
+    let table = a
+        .table()
+        .map(|t| crate::tables_cmd::load_for_scene(t, &s))
+        .transpose()?;
+    let graph = match &table {
+        Some(t) => NavGraph::from_table(t, &nav.costs())?
+            .ok_or("the table holds no nav graph: recompute it with `sightline precompute`")
+            .map_err(Into::into),
+        None => nav.graph(e, &s),
+    };
+    run(e, &s, &scene.scene, scene.seed, graph, table, a)
+}
+
 fn parse_sector(s: &str) -> Result<(f32, f32), String> {
     let v: Vec<f32> = s
         .split(',')
@@ -74,7 +91,9 @@ fn parse_sector(s: &str) -> Result<(f32, f32), String> {
 const MAX_TEAMS: usize = 64;
 const MAX_TEAM: usize = 16;
 
-pub fn run(
+/// Checks the team sizes, makes the output folder, traces the table when none is given,
+/// simulates the move and writes run.json and the pictures.
+fn run(
     engine: &Engine,
     scene: &Scene,
     name: &str,
@@ -94,15 +113,7 @@ pub fn run(
     let graph = graph?;
     let table = match table {
         Some(t) => t,
-        None => {
-            let params = PrecomputeParams {
-                range: Some(a.range),
-                ..Default::default()
-            };
-            let out = a.out.join("table.slt");
-            crate::tables_cmd::precompute(engine, scene, name, &graph, &params, None, None, &out)?;
-            TableFile::read_from(&out)?
-        }
+        None => trace_table(engine, scene, name, &graph, a)?,
     };
     let t0 = std::time::Instant::now();
     let world = World::new(graph, table, &CoverParams::standard())?;
@@ -111,10 +122,45 @@ pub fn run(
         world.graph().len(),
         t0.elapsed().as_secs_f64()
     );
-    let g = world.graph();
-    let nodes = g.nodes();
+    let orders = orders(world.graph(), a)?;
+    let mut params = SimParams::standard();
+    params.plan.lookahead = a.lookahead;
+    params.max_seconds = a.max_seconds;
+    let sim = Simulation::new(&world, &orders, params, a.run_seed.unwrap_or(seed))?;
+    let (out, snaps, wall) = simulate(sim, a.max_seconds)?;
+    report(&out, &world, wall);
+    let path = a.out.join("run.json");
+    std::fs::write(
+        &path,
+        serde_json::to_string(&crate::stats::with_counters(run_json(world.graph(), &out)))?,
+    )
+    .map_err(|e| format!("{}: {e}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    pictures(engine, scene, &world, &out, &snaps, &a.out)
+}
+
+/// Line of sight between the graph's nodes within `a.range`, traced into DIR/table.slt and
+/// read back.
+fn trace_table(
+    engine: &Engine,
+    scene: &Scene,
+    name: &str,
+    graph: &NavGraph,
+    a: &Args,
+) -> AnyResult<TableFile> {
+    let params = PrecomputeParams {
+        range: Some(a.range),
+        ..Default::default()
+    };
+    let out = a.out.join("table.slt");
+    crate::tables_cmd::precompute(engine, scene, name, graph, &params, None, None, &out)?;
+    Ok(TableFile::read_from(&out)?)
+}
+
+/// One order per team: its members on the nodes nearest the start along the graph, team after
+/// team, all bound for the goal.
+fn orders(g: &NavGraph, a: &Args) -> AnyResult<Vec<Order>> {
     let (start, goal) = ends(g, a.from, a.to)?;
-    // Members stand on the nodes nearest the start along the graph, team after team.
     let order = sightline::fireteam::nearest_nodes(g, start, a.members * a.teams);
     if order.len() < a.members * a.teams {
         return Err(format!(
@@ -124,24 +170,28 @@ pub fn run(
         )
         .into());
     }
-    let orders: Vec<Order> = order
+    Ok(order
         .chunks(a.members)
         .map(|c| Order {
             start: c.to_vec(),
             goal,
             sector: a.sector,
         })
-        .collect();
-    let mut params = SimParams::standard();
-    params.plan.lookahead = a.lookahead;
-    params.max_seconds = a.max_seconds;
-    let mut sim = Simulation::new(&world, &orders, params, a.run_seed.unwrap_or(seed))?;
-    let bar = indicatif::ProgressBar::new(a.max_seconds.ceil() as u64);
+        .collect())
+}
+
+/// A threat map at a moment: the simulated time and the first team's values per node.
+type Snap = (f32, Vec<f32>);
+
+/// Runs the simulation to its end with a progress bar; returns its outcome, threat maps kept
+/// for the contact sheet (one every few seconds, at most `MAX_SNAPS`, and the last) and the
+/// wall-clock seconds it took.
+fn simulate(mut sim: Simulation<'_>, max_seconds: f32) -> AnyResult<(Outcome, Vec<Snap>, f64)> {
+    let bar = indicatif::ProgressBar::new(max_seconds.ceil() as u64);
     bar.set_style(indicatif::ProgressStyle::with_template(
         "simulating [{bar:40}] {pos}/{len} s",
     )?);
-    // Threat maps kept for the contact sheet: one every few seconds (at most `MAX_SNAPS`).
-    let mut snaps: Vec<(f32, Vec<f32>)> = vec![(0.0, sim.tpm().values(0))];
+    let mut snaps: Vec<Snap> = vec![(0.0, sim.tpm().values(0))];
     let t0 = std::time::Instant::now();
     while sim.advance()? {
         let now = sim.now();
@@ -153,10 +203,14 @@ pub fn run(
     snaps.push((sim.now(), sim.tpm().values(0)));
     bar.finish_and_clear();
     let wall = t0.elapsed().as_secs_f64();
-    let out = sim.finish();
-    report(&out, &world, wall);
-    let doc = json!({
-        "nodes": nodes.iter().map(|p| [p.x, p.y, p.z]).collect::<Vec<_>>(),
+    Ok((sim.finish(), snaps, wall))
+}
+
+/// The run as run.json: the graph, each team's path and destinations, the final threat map,
+/// the report's figures and every frame's members.
+fn run_json(g: &NavGraph, out: &Outcome) -> serde_json::Value {
+    json!({
+        "nodes": g.nodes().iter().map(|p| [p.x, p.y, p.z]).collect::<Vec<_>>(),
         "edges": g.edges().iter().map(|e| [e.a, e.b]).collect::<Vec<_>>(),
         "team_path": out.team_paths[0],
         "destinations": out.destinations[0],
@@ -182,17 +236,24 @@ pub fn run(
             "tpm_max": f.tpm_max,
             "tpm_mean": f.tpm_mean,
         })).collect::<Vec<_>>(),
-    });
-    let path = a.out.join("run.json");
-    std::fs::write(
-        &path,
-        serde_json::to_string(&crate::stats::with_counters(doc))?,
-    )
-    .map_err(|e| format!("{}: {e}", path.display()))?;
-    eprintln!("wrote {}", path.display());
+    })
+}
+
+/// frames.png (the contact sheet), tpm.png (the final threat map, the team path and the
+/// members) and cover.png (cover per node) in `dir`.
+fn pictures(
+    engine: &Engine,
+    scene: &Scene,
+    world: &World,
+    out: &Outcome,
+    snaps: &[Snap],
+    dir: &Path,
+) -> AnyResult<()> {
+    let g = world.graph();
+    let nodes = g.nodes();
     let (lo, hi) = bounds(nodes).ok_or("no nodes")?;
     let small = Canvas::over_box_sized(engine, scene, lo, hi, "", picture::width() / 2)?;
-    contact_sheet(&small, &world, &out, &snaps, &a.out.join("frames.png"))?;
+    contact_sheet(&small, world, out, snaps, &dir.join("frames.png"))?;
     let base = Canvas::over_box(engine, scene, lo, hi, "")?;
     let mut c = base.clone();
     c.set_title("fireteam: threat map at the end, team path, members");
@@ -200,12 +261,12 @@ pub fn run(
     draw_path(&mut c, nodes, &out.team_paths[0], palette::WHITE);
     c.key(Key::line(palette::WHITE, "team path"));
     members(&mut c, out.frames.last().expect("a frame"), true);
-    c.save(&a.out.join("tpm.png"))?;
+    c.save(&dir.join("tpm.png"))?;
     let mut c = base;
     c.set_title("fireteam: cover per node (1 - exposure)");
     let cover: Vec<f32> = world.exposure().iter().map(|e| 1.0 - e).collect();
     heat(&mut c, g, &cover, "cover");
-    c.save(&a.out.join("cover.png"))?;
+    c.save(&dir.join("cover.png"))?;
     Ok(())
 }
 
@@ -307,7 +368,7 @@ fn contact_sheet(
     base: &Canvas,
     world: &World,
     out: &Outcome,
-    snaps: &[(f32, Vec<f32>)],
+    snaps: &[Snap],
     path: &Path,
 ) -> AnyResult<()> {
     let g = world.graph();

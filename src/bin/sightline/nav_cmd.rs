@@ -1,12 +1,52 @@
 //! `sightline navgraph`: generate (or load) a nav graph, report it, write JSON, CSV and a picture.
 
+use crate::args::{self, NavArgs, SceneArgs};
 use crate::picture::{legend::Key, palette, Canvas};
 use crate::AnyResult;
 use glam::Vec3;
 use sightline::nav::{self, CostParams, NavGraph, NavParams, NavReport};
 use sightline::{Engine, Scene};
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Write the graph as JSON ({"nodes": [[x,y,z],...], "edges": [[a,b],...], ...}).
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write the graph as CSV (node,x,y,z and edge,a,b,kinds,length rows).
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Draw nodes and edges over the scene, coloured by height.
+    #[arg(long)]
+    png: Option<PathBuf>,
+    /// Draw only this part of the scene: X0,Z0,X1,Z1 in metres.
+    #[arg(long, value_parser = args::parse_area, allow_hyphen_values = true)]
+    area: Option<[f32; 4]>,
+}
+
+/// `sightline navgraph`: the graph `nav` describes, reported, then written as JSON, CSV and
+/// a picture as asked.
+pub fn command(scene: &SceneArgs, nav: &NavArgs, a: &Args) -> AnyResult<()> {
+    let (s, e) = args::open(scene)?;
+    let g = nav.graph(e, &s)?;
+    if let Some(path) = &a.json {
+        std::fs::write(
+            path,
+            serde_json::to_string(&crate::stats::with_counters(g.to_json()))?,
+        )
+        .map_err(|err| format!("{}: {err}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    if let Some(path) = &a.csv {
+        std::fs::write(path, g.to_csv()).map_err(|err| format!("{}: {err}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    if let Some(path) = &a.png {
+        picture(e, &s, &g, a.area, path)?;
+    }
+    Ok(())
+}
 
 /// Where the graph comes from.
 pub enum Source<'a> {

@@ -1,6 +1,7 @@
 //! `sightline predict`: where a threat that went out of sight presumably is and where to aim
 //! (van der Sterren, *Terrain Reasoning for 3D Action Games*); a report, JSON and a picture.
 
+use crate::args::{self, NavArgs, SceneArgs};
 use crate::nav_cmd::bounds;
 use crate::picture::{legend::Key, palette, Canvas};
 use crate::AnyResult;
@@ -10,22 +11,22 @@ use serde_json::{json, Value};
 use sightline::nav::NavGraph;
 use sightline::terrain::predict::{predict, PredictParams, Prediction, Sighting};
 use sightline::{Engine, Scene};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
 #[command(allow_negative_numbers = true)]
 pub struct Args {
     /// Where the threat was last seen: its feet X,Y,Z in metres.
-    #[arg(long, value_parser = crate::parse_vec3, allow_hyphen_values = true)]
+    #[arg(long, value_parser = args::parse_vec3, allow_hyphen_values = true)]
     seen: Vec3,
     /// Its velocity then, X,Y,Z in metres per second.
-    #[arg(long, value_parser = crate::parse_vec3, allow_hyphen_values = true)]
+    #[arg(long, value_parser = args::parse_vec3, allow_hyphen_values = true)]
     velocity: Vec3,
     /// Seconds since it was last seen.
     #[arg(long)]
     since: f32,
     /// The observer's (the AI's) eye X,Y,Z in metres.
-    #[arg(long, value_parser = crate::parse_vec3, allow_hyphen_values = true)]
+    #[arg(long, value_parser = args::parse_vec3, allow_hyphen_values = true)]
     observer: Vec3,
     /// The threat's eye above its feet, metres (the spot the observer would see).
     #[arg(long, default_value_t = PredictParams::standard().eye_height)]
@@ -59,7 +60,15 @@ const PRESUMED: Rgb<u8> = palette::PURPLE;
 const PATH: Rgb<u8> = palette::BLUISH_GREEN;
 const AIM: Rgb<u8> = palette::ORANGE;
 
-pub fn run(engine: &Engine, scene: &Scene, graph: &NavGraph, a: &Args) -> AnyResult<()> {
+/// `sightline predict`: the graph `nav` describes, then the prediction.
+pub fn command(scene: &SceneArgs, nav: &NavArgs, a: &Args) -> AnyResult<()> {
+    let (s, e) = args::open(scene)?;
+    run(e, &s, &nav.graph(e, &s)?, a)
+}
+
+/// Predicts where the threat went and where to aim, prints it, and writes the JSON and the
+/// picture as asked.
+fn run(engine: &Engine, scene: &Scene, graph: &NavGraph, a: &Args) -> AnyResult<()> {
     let sighting = Sighting {
         seen: a.seen,
         velocity: a.velocity,
@@ -74,6 +83,26 @@ pub fn run(engine: &Engine, scene: &Scene, graph: &NavGraph, a: &Args) -> AnyRes
     let t0 = std::time::Instant::now();
     let r = predict(engine, scene, graph, a.observer, &sighting, &params)?;
     let ms = t0.elapsed().as_secs_f64() * 1e3;
+    print_prediction(&r, graph);
+    eprintln!("predicted in {ms:.2} ms");
+    if let Some(path) = &a.json {
+        let doc = to_json(&r, &sighting, a.observer, graph);
+        std::fs::write(
+            path,
+            serde_json::to_string_pretty(&crate::stats::with_counters(doc))?,
+        )
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    if let Some(path) = &a.png {
+        picture(engine, scene, graph, &r, a, path)?;
+    }
+    Ok(())
+}
+
+/// The prediction as text: the extrapolation, the presumed position and the aim point (or
+/// why there is none).
+fn print_prediction(r: &Prediction, graph: &NavGraph) {
     let nodes = graph.nodes();
     println!(
         "extrapolated {}; presumed {} at node {} {} (correction: {}, {} valid steps)",
@@ -106,68 +135,69 @@ pub fn run(engine: &Engine, scene: &Scene, graph: &NavGraph, a: &Args) -> AnyRes
             r.observer_node
         ),
     }
-    eprintln!("predicted in {ms:.2} ms");
-    if let Some(path) = &a.json {
-        let doc = to_json(&r, &sighting, a.observer, graph);
-        std::fs::write(
-            path,
-            serde_json::to_string_pretty(&crate::stats::with_counters(doc))?,
-        )
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-        eprintln!("wrote {}", path.display());
+}
+
+/// The nav graph faintly, the sighting and its velocity, the straight extrapolation, the
+/// valid steps, the presumed position, the path to the observer and the aim point.
+fn picture(
+    engine: &Engine,
+    scene: &Scene,
+    graph: &NavGraph,
+    r: &Prediction,
+    a: &Args,
+    path: &Path,
+) -> AnyResult<()> {
+    let nodes = graph.nodes();
+    let (mut lo, mut hi) = bounds(nodes).ok_or("the graph has no nodes to draw")?;
+    for p in [a.observer, a.seen, r.extrapolated] {
+        (lo, hi) = (lo.min(p), hi.max(p));
     }
-    if let Some(path) = &a.png {
-        let (mut lo, mut hi) = bounds(nodes).ok_or("the graph has no nodes to draw")?;
-        for p in [a.observer, a.seen, r.extrapolated] {
-            (lo, hi) = (lo.min(p), hi.max(p));
-        }
-        let mut c = Canvas::over_box(
-            engine,
-            scene,
-            lo,
-            hi,
-            "predict: where the threat went, where to aim",
-        )?;
-        let r_px = (0.25 * c.px() / c.unit()).clamp(2.0, 6.0);
-        // Faint, one colour: the graph is the backdrop.
-        for e in graph.edges() {
-            c.line(nodes[e.a as usize], nodes[e.b as usize], GRAPH);
-        }
-        for &n in nodes {
-            c.disc(n, 1.5, GRAPH);
-        }
-        c.line(a.seen, r.extrapolated, EXTRAPOLATED);
-        c.ring(r.extrapolated, r_px + 3.0, EXTRAPOLATED);
-        for w in r.path.windows(2) {
-            c.line(nodes[w[0] as usize], nodes[w[1] as usize], PATH);
-        }
-        for &s in &r.steps {
-            c.disc(s, r_px * 0.6, STEPS);
-        }
-        arrow(&mut c, a.seen, a.seen + a.velocity, SEEN);
-        c.disc(a.seen, r_px, SEEN);
-        c.disc(r.presumed, r_px + 1.0, PRESUMED);
-        if let Some(aim) = r.aim {
-            c.line(a.observer, aim, AIM);
-            c.ring(aim, r_px + 3.0, AIM);
-            c.disc(aim, r_px, AIM);
-        }
-        c.ring(a.observer, r_px + 3.0, OBSERVER);
-        c.disc(a.observer, r_px, OBSERVER);
-        for k in [
-            Key::ring(OBSERVER, "observer"),
-            Key::disc(SEEN, "last seen, arrow: velocity (1 s)"),
-            Key::ring(EXTRAPOLATED, "straight extrapolation"),
-            Key::disc(STEPS, "valid steps"),
-            Key::disc(PRESUMED, "presumed position"),
-            Key::line(PATH, "path to the observer"),
-            Key::ring(AIM, "aim point"),
-            Key::line(GRAPH, "nav graph"),
-        ] {
-            c.key(k);
-        }
-        c.save(path)?;
+    let mut c = Canvas::over_box(
+        engine,
+        scene,
+        lo,
+        hi,
+        "predict: where the threat went, where to aim",
+    )?;
+    let r_px = (0.25 * c.px() / c.unit()).clamp(2.0, 6.0);
+    // Faint, one colour: the graph is the backdrop.
+    for e in graph.edges() {
+        c.line(nodes[e.a as usize], nodes[e.b as usize], GRAPH);
     }
+    for &n in nodes {
+        c.disc(n, 1.5, GRAPH);
+    }
+    c.line(a.seen, r.extrapolated, EXTRAPOLATED);
+    c.ring(r.extrapolated, r_px + 3.0, EXTRAPOLATED);
+    for w in r.path.windows(2) {
+        c.line(nodes[w[0] as usize], nodes[w[1] as usize], PATH);
+    }
+    for &s in &r.steps {
+        c.disc(s, r_px * 0.6, STEPS);
+    }
+    arrow(&mut c, a.seen, a.seen + a.velocity, SEEN);
+    c.disc(a.seen, r_px, SEEN);
+    c.disc(r.presumed, r_px + 1.0, PRESUMED);
+    if let Some(aim) = r.aim {
+        c.line(a.observer, aim, AIM);
+        c.ring(aim, r_px + 3.0, AIM);
+        c.disc(aim, r_px, AIM);
+    }
+    c.ring(a.observer, r_px + 3.0, OBSERVER);
+    c.disc(a.observer, r_px, OBSERVER);
+    for k in [
+        Key::ring(OBSERVER, "observer"),
+        Key::disc(SEEN, "last seen, arrow: velocity (1 s)"),
+        Key::ring(EXTRAPOLATED, "straight extrapolation"),
+        Key::disc(STEPS, "valid steps"),
+        Key::disc(PRESUMED, "presumed position"),
+        Key::line(PATH, "path to the observer"),
+        Key::ring(AIM, "aim point"),
+        Key::line(GRAPH, "nav graph"),
+    ] {
+        c.key(k);
+    }
+    c.save(path)?;
     Ok(())
 }
 

@@ -1,10 +1,81 @@
 //! `sightline precompute`, `inspect` and `merge`.
 
+use crate::args::{self, NavArgs, PostureArg, SceneArgs};
 use crate::picture::{legend::Key, palette, Canvas};
 use crate::AnyResult;
 use sightline::tables::{self, MappedTable, PrecomputeParams, Stage, TableFile};
 use sightline::{Engine, Scene};
 use std::path::{Path, PathBuf};
+
+#[derive(clap::Args)]
+pub struct PrecomputeArgs {
+    /// Pairs farther apart (metres) are not visible and not stored.
+    #[arg(long)]
+    range: Option<f32>,
+    /// Compute one slice of the observer rows, K/N (merge the N files with `sightline merge`).
+    #[arg(long)]
+    shard: Option<String>,
+    /// Also measure intervis records (exposed pixels, occlusion, contrast) per ordered pair
+    /// within range; pair with --range, as every ordered pair is rendered.
+    #[arg(long)]
+    intervis: bool,
+    /// The target's posture in the intervis records.
+    #[arg(long, value_enum, default_value_t = PostureArg::Standing)]
+    posture: PostureArg,
+    #[arg(long)]
+    out: PathBuf,
+    /// Also write a top-down PNG of what this waypoint sees.
+    #[arg(long, requires = "png")]
+    view: Option<usize>,
+    #[arg(long)]
+    png: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+pub struct InspectArgs {
+    file: PathBuf,
+    /// Write a top-down PNG of what this waypoint sees.
+    #[arg(long, requires = "png")]
+    view: Option<usize>,
+    #[arg(long)]
+    png: Option<PathBuf>,
+}
+
+/// `sightline precompute`: the nav graph's tables into `a.out`, and the view of one waypoint
+/// when asked.
+pub fn precompute_command(scene: &SceneArgs, nav: &NavArgs, a: &PrecomputeArgs) -> AnyResult<()> {
+    let (s, e) = args::open(scene)?;
+    let shard = a
+        .shard
+        .as_deref()
+        .map(sightline::tables::parse_shard)
+        .transpose()?;
+    let graph = nav.graph(e, &s)?;
+    let params = PrecomputeParams {
+        spacing: nav.spacing,
+        range: a.range,
+        posture: a.posture.posture(),
+        ..Default::default()
+    };
+    let ip = sightline::intervis::measure::IntervisParams::standard();
+    let mut measure = tables::intervis_measure(e, &s, params.los.eye_height, params.posture, &ip);
+    let measure: Option<&mut tables::MeasureFn<'_>> =
+        if a.intervis { Some(&mut measure) } else { None };
+    let table = precompute(e, &s, &scene.scene, &graph, &params, shard, measure, &a.out)?;
+    if let (Some(v), Some(p)) = (a.view, &a.png) {
+        view_png(&table, v, Some((e, &s)), p)?;
+    }
+    Ok(())
+}
+
+/// `sightline inspect`: the table's summary, and the view of one waypoint when asked.
+pub fn inspect_command(a: &InspectArgs) -> AnyResult<()> {
+    inspect(&a.file)?;
+    if let (Some(v), Some(p)) = (a.view, &a.png) {
+        view_png(&MappedTable::open(&a.file)?, v, None, p)?;
+    }
+    Ok(())
+}
 
 /// Line of sight (and intervis when `measure` is given) on the nav graph's nodes, with the
 /// graph's edges stored beside them, with a progress bar (items done, per second, time left)
@@ -98,7 +169,7 @@ impl Progress {
     }
 }
 
-pub fn inspect(path: &Path) -> AnyResult<()> {
+fn inspect(path: &Path) -> AnyResult<()> {
     let t = std::time::Instant::now();
     let (table, version) = TableFile::read_versioned(path)?;
     println!("{}", table.summary(version));

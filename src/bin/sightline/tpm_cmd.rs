@@ -1,6 +1,7 @@
 //! `sightline tpm`: a team searches from where it stands; the threat probability map evolves;
 //! a heat map over the scene and the gaze of every frame.
 
+use crate::args::{self, NavArgs, PostureArg, SceneArgs};
 use crate::nav_cmd::bounds;
 use crate::picture::{legend::Key, palette, Canvas};
 use crate::AnyResult;
@@ -10,7 +11,64 @@ use sightline::nav::NavGraph;
 use sightline::tables::TableFile;
 use sightline::tpm::{Member, SearchParams, Searcher, TpmParams, TpmSet, View, ViewParams};
 use sightline::{Engine, Scene};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Use this table's nav graph, line of sight and intervis (from `sightline precompute`)
+    /// instead of generating a graph and tracing views.
+    #[arg(long)]
+    table: Option<PathBuf>,
+    /// A team member at the node nearest X,Z (or X,Y,Z); repeat for each member.
+    #[arg(long = "member", value_parser = args::parse_place, allow_hyphen_values = true, required = true)]
+    members: Vec<Vec3>,
+    /// Seconds to simulate.
+    #[arg(long, default_value_t = 30.0)]
+    seconds: f32,
+    /// Seconds a gaze is held (one search frame).
+    #[arg(long, default_value_t = 1.0)]
+    frame: f32,
+    /// Angular sectors around each member.
+    #[arg(long, default_value_t = 8)]
+    sectors: u32,
+    /// Field of view of a gaze, degrees.
+    #[arg(long, default_value_t = 60.0)]
+    fov: f32,
+    /// Seed of the tie-breaking between equally threatening sectors.
+    #[arg(long, default_value_t = 1)]
+    search_seed: u64,
+    /// The posture a threat is assumed to hold.
+    #[arg(long, value_enum, default_value_t = PostureArg::Standing)]
+    posture: PostureArg,
+    /// Heat map: hot (red) where a threat is likely, cold (blue) where the team looked.
+    #[arg(long)]
+    png: Option<PathBuf>,
+    /// The final map and every frame's gazes as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+/// `sightline tpm`: the graph and the views from `a.table` when given, else from `nav` and
+/// the engine, then the search.
+pub fn command(scene: &SceneArgs, nav: &NavArgs, a: &Args) -> AnyResult<()> {
+    let (s, e) = args::open(scene)?;
+    let table = a
+        .table
+        .as_deref()
+        .map(|t| crate::tables_cmd::load_for_scene(t, &s))
+        .transpose()?;
+    let (graph, sight) = match &table {
+        Some(t) => (
+            NavGraph::from_table(t, &nav.costs())?.ok_or(
+                "the table holds no nav graph (written before nav graphs were stored): \
+                 recompute it with `sightline precompute`",
+            )?,
+            Sight::Table(t),
+        ),
+        None => (nav.graph(e, &s)?, Sight::Engine(e, &s)),
+    };
+    run(e, &s, &graph, sight, a)
+}
 
 /// Where the views come from.
 pub enum Sight<'a> {
@@ -21,20 +79,25 @@ pub enum Sight<'a> {
 /// Largest number of frames one run simulates.
 const MAX_FRAMES: f32 = 1e6;
 
-#[allow(clippy::too_many_arguments)]
-pub fn run(
+/// The team searches for `a.seconds` from the nodes nearest its members' places; prints what
+/// each member looked at and the final map, and writes the JSON and the heat map as asked.
+fn run(
     engine: &Engine,
     scene: &Scene,
     graph: &NavGraph,
     sight: Sight<'_>,
-    places: &[Vec3],
-    seconds: f32,
-    search: SearchParams,
-    view: ViewParams,
-    seed: u64,
-    png: Option<&Path>,
-    json_out: Option<&Path>,
+    a: &Args,
 ) -> AnyResult<()> {
+    let search = SearchParams {
+        sectors: a.sectors,
+        fov_degrees: a.fov,
+        frame_seconds: a.frame,
+    };
+    let view = ViewParams {
+        posture: a.posture.posture(),
+        ..Default::default()
+    };
+    let seconds = a.seconds;
     if graph.is_empty() {
         return Err("the nav graph has no nodes: nothing to search".into());
     }
@@ -46,20 +109,8 @@ pub fn run(
         .into());
     }
     let nodes = graph.nodes();
-    let at: Vec<u32> = places.iter().map(|&p| nearest(graph, p)).collect();
-    let views: Vec<View> = match sight {
-        Sight::Table(t) => at
-            .iter()
-            .map(|&n| View::from_table(t, n, &view))
-            .collect::<sightline::Result<_>>()?,
-        Sight::Engine(e, s) => {
-            let eyes: Vec<Vec3> = at
-                .iter()
-                .map(|&n| nodes[n as usize] + Vec3::Y * view.eye_height)
-                .collect();
-            View::from_engine(e, s, graph, &eyes, &view)?
-        }
-    };
+    let at: Vec<u32> = a.members.iter().map(|&p| nearest(graph, p)).collect();
+    let views = member_views(graph, sight, &at, &view)?;
     for (k, (&n, v)) in at.iter().zip(&views).enumerate() {
         eprintln!(
             "member {k} at node {n} {} sees {} nodes",
@@ -67,6 +118,78 @@ pub fn run(
             v.targets.len()
         );
     }
+    let done = search_frames(graph, &views, search, seconds, a.search_seed)?;
+    let values = done.set.values(0);
+    print_looked(&done.looked, search.sectors);
+    println!(
+        "after {seconds} s: expected threats {:.1} over {} nodes (prior {}), highest {:.3}, lowest {:.4}",
+        done.set.total(0),
+        nodes.len(),
+        done.set.params().prior,
+        values.iter().copied().fold(0.0f32, f32::max),
+        values.iter().copied().fold(1.0f32, f32::min),
+    );
+    if let Some(path) = &a.json {
+        let doc = json!({
+            "nodes": nodes.iter().map(|p| [p.x, p.y, p.z]).collect::<Vec<_>>(),
+            "members": at.iter().zip(&views).map(|(&n, v)| json!({"node": n, "eye": [v.eye.x, v.eye.y, v.eye.z]})).collect::<Vec<_>>(),
+            "tpm": values,
+            "frames": done.log,
+        });
+        std::fs::write(
+            path,
+            serde_json::to_string(&crate::stats::with_counters(doc))?,
+        )
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    if let Some(path) = &a.png {
+        heat_png(engine, scene, graph, &views, &done, path)?;
+    }
+    Ok(())
+}
+
+/// What each member at node `at[k]` sees: from the table, or traced from its eye.
+fn member_views(
+    graph: &NavGraph,
+    sight: Sight<'_>,
+    at: &[u32],
+    view: &ViewParams,
+) -> AnyResult<Vec<View>> {
+    let nodes = graph.nodes();
+    Ok(match sight {
+        Sight::Table(t) => at
+            .iter()
+            .map(|&n| View::from_table(t, n, view))
+            .collect::<sightline::Result<_>>()?,
+        Sight::Engine(e, s) => {
+            let eyes: Vec<Vec3> = at
+                .iter()
+                .map(|&n| nodes[n as usize] + Vec3::Y * view.eye_height)
+                .collect();
+            View::from_engine(e, s, graph, &eyes, view)?
+        }
+    })
+}
+
+/// A finished search: the threat map, the searcher, each frame's gazes and totals (as the
+/// JSON's `frames`) and the sectors each member looked at in order.
+struct Searched {
+    set: TpmSet,
+    searcher: Searcher,
+    log: Vec<serde_json::Value>,
+    looked: Vec<Vec<u32>>,
+}
+
+/// Runs the search frame by frame for `seconds` (a progress bar from 200 frames).
+fn search_frames(
+    graph: &NavGraph,
+    views: &[View],
+    search: SearchParams,
+    seconds: f32,
+    seed: u64,
+) -> AnyResult<Searched> {
+    let nodes = graph.nodes();
     let mut set = TpmSet::new(graph, 1, TpmParams::standard())?;
     let mut searcher = Searcher::new(search, seed)?;
     let members: Vec<Member<'_>> = views.iter().map(|v| Member { tpm: 0, view: v }).collect();
@@ -92,7 +215,16 @@ pub fn run(
         bar.inc(1);
     }
     bar.finish_and_clear();
-    let values = set.values(0);
+    Ok(Searched {
+        set,
+        searcher,
+        log,
+        looked,
+    })
+}
+
+/// A line per member: how many of the sectors it looked at, and the first 40 in order.
+fn print_looked(looked: &[Vec<u32>], sectors: u32) {
     for (k, seq) in looked.iter().enumerate() {
         let mut distinct = seq.clone();
         distinct.sort_unstable();
@@ -101,37 +233,11 @@ pub fn run(
         println!(
             "member {k}: looked at {} of {} sectors; sectors in order: {}{}",
             distinct.len(),
-            search.sectors,
+            sectors,
             shown.join(" "),
             if seq.len() > 40 { " ..." } else { "" }
         );
     }
-    println!(
-        "after {seconds} s: expected threats {:.1} over {} nodes (prior {}), highest {:.3}, lowest {:.4}",
-        set.total(0),
-        nodes.len(),
-        set.params().prior,
-        values.iter().copied().fold(0.0f32, f32::max),
-        values.iter().copied().fold(1.0f32, f32::min),
-    );
-    if let Some(path) = json_out {
-        let doc = json!({
-            "nodes": nodes.iter().map(|p| [p.x, p.y, p.z]).collect::<Vec<_>>(),
-            "members": at.iter().zip(&views).map(|(&n, v)| json!({"node": n, "eye": [v.eye.x, v.eye.y, v.eye.z]})).collect::<Vec<_>>(),
-            "tpm": values,
-            "frames": log,
-        });
-        std::fs::write(
-            path,
-            serde_json::to_string(&crate::stats::with_counters(doc))?,
-        )
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-        eprintln!("wrote {}", path.display());
-    }
-    if let Some(path) = png {
-        heat_png(engine, scene, graph, &values, &views, &searcher, &log, path)?;
-    }
-    Ok(())
 }
 
 /// The node nearest to a member's place: by horizontal distance when `y` is NaN (an X,Z
@@ -162,17 +268,16 @@ pub fn nearest_where(graph: &NavGraph, p: Vec3, keep: impl Fn(u32) -> bool) -> O
 /// Darken, McCue and Guerrero's Figure 2: the map over the scene, hot (red) where a threat is likely, cold
 /// (blue) where the team has looked; each member a white ring with its last gaze's field of
 /// view.
-#[allow(clippy::too_many_arguments)]
 fn heat_png(
     engine: &Engine,
     scene: &Scene,
     graph: &NavGraph,
-    values: &[f32],
     views: &[View],
-    searcher: &Searcher,
-    log: &[serde_json::Value],
+    done: &Searched,
     path: &Path,
 ) -> AnyResult<()> {
+    let values = &done.set.values(0);
+    let (searcher, log) = (&done.searcher, &done.log);
     let nodes = graph.nodes();
     let (lo, hi) = bounds(nodes).ok_or("no nodes")?;
     let mut canvas = Canvas::over_box(

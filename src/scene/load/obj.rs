@@ -132,120 +132,178 @@ struct Parsed {
 
 /// Parses the statements, converting vertices into `b` and collecting faces.
 fn parse(text: &str, b: &mut Builder) -> crate::Result<Parsed> {
-    let path = b.path;
-    let mut p = Parsed::default();
-    let mut by_name: HashMap<&str, u32> = HashMap::new();
-    let mut material: Option<u32> = None;
-    let mut recognised = 0usize;
-    let mut section_has_faces = false;
-    let mut triangles = 0u64;
-    let mut face_statements = 0usize;
-    // The last line, when the file does not end with a newline: a face cut short there means
-    // the file was truncated.
-    let unterminated = if text.ends_with('\n') {
-        0
-    } else {
-        text.lines().count()
-    };
+    let mut r = Reader::new(text);
     for (line_no, line) in text.lines().enumerate().map(|(i, l)| (i + 1, l)) {
-        let at = |msg: String| Error::load_at(path.display(), line_no, msg);
         let mut words = line.split_whitespace();
         let Some(key) = words.next() else { continue };
         if key.starts_with('#') {
             continue;
         }
-        recognised += 1;
+        r.recognised += 1;
         match key {
-            "v" => {
-                let v = b.mesh.positions.len() + 1;
-                if v as u64 > MAX_VERTICES {
-                    return Err(at(format!(
-                        "more than {MAX_VERTICES} vertices (the limit); split the mesh into several files"
-                    )));
-                }
-                let q = vertex(words)
-                    .and_then(|p| b.point(p))
-                    .map_err(|m| at(format!("vertex {v} {m}")))?;
-                b.mesh.positions.push(q);
-            }
-            "f" => {
-                face_statements += 1;
-                let number = face_statements;
-                let start = p.corners.len();
-                for word in words {
-                    let i = corner(word, b.mesh.positions.len())
-                        .map_err(|m| at(format!("face {number} {m}")))?;
-                    p.corners.push(i);
-                }
-                let count = p.corners.len() - start;
-                if count >= 3 {
-                    triangles += count as u64 - 2;
-                    if triangles > MAX_TRIANGLES {
-                        return Err(at(format!(
-                            "the faces so far make {triangles} triangles, over the limit of {MAX_TRIANGLES}; simplify the mesh or split the level"
-                        )));
-                    }
-                    p.faces.push(Face {
-                        line: line_no,
-                        number,
-                        start,
-                        material,
-                    });
-                    section_has_faces = true;
-                } else {
-                    p.corners.truncate(start);
-                    p.skipped += 1;
-                    if line_no == unterminated {
-                        return Err(at(format!(
-                            "the file ends inside face {number} ({count} vertices); the file is truncated, re-export it"
-                        )));
-                    }
-                }
-            }
+            "v" => r.vertex(b, words, line_no)?,
+            "f" => r.face(b, words, line_no)?,
             "o" | "g" => {
-                p.objects += usize::from(section_has_faces);
-                section_has_faces = false;
+                r.p.objects += usize::from(r.section_has_faces);
+                r.section_has_faces = false;
             }
-            "usemtl" | "mtllib" => {
-                let rest = line.trim_start()[key.len()..].trim();
-                if rest.is_empty() {
-                    return Err(at(format!(
-                        "`{key}` without a name; write `{key} NAME` or delete the line"
-                    )));
-                }
-                if key == "mtllib" {
-                    p.mtllib.push(rest.to_string());
-                    continue;
-                }
-                let next = p.materials.len() as u32;
-                let m = *by_name.entry(rest).or_insert(next);
-                if m == next {
-                    p.materials.push(rest.to_string());
-                }
-                material = Some(m);
-            }
-            "l" | "p" | "curv" | "curv2" | "surf" => p.skipped += 1,
+            "usemtl" | "mtllib" => r.name(key, line, line_no, b.path)?,
+            "l" | "p" | "curv" | "curv2" | "surf" => r.p.skipped += 1,
             k if HARMLESS.contains(&k) => {}
             _ => {
-                recognised -= 1;
-                p.unknown += 1;
-                if p.first_unknown.is_none() {
-                    p.first_unknown = Some((line_no, line.chars().take(40).collect()));
+                r.recognised -= 1;
+                r.p.unknown += 1;
+                if r.p.first_unknown.is_none() {
+                    r.p.first_unknown = Some((line_no, line.chars().take(40).collect()));
                 }
             }
         }
     }
-    p.objects += usize::from(section_has_faces);
-    if recognised == 0 {
-        if let Some((line, text)) = &p.first_unknown {
-            return Err(Error::load_at(
-                path.display(),
-                *line,
-                format!("no OBJ statements found (this line reads {text:?}); this does not look like a Wavefront OBJ file"),
-            ));
+    r.finish(b.path)
+}
+
+/// The state of the pass over an OBJ text beside what it found: the materials by name, the
+/// current `usemtl`, the statements recognised, whether the current object has faces, the
+/// triangles and `f` statements so far.
+struct Reader<'t> {
+    p: Parsed,
+    by_name: HashMap<&'t str, u32>,
+    material: Option<u32>,
+    recognised: usize,
+    section_has_faces: bool,
+    triangles: u64,
+    face_statements: usize,
+    /// The last line, when the file does not end with a newline: a face cut short there means
+    /// the file was truncated.
+    unterminated: usize,
+}
+
+impl<'t> Reader<'t> {
+    fn new(text: &str) -> Reader<'t> {
+        Reader {
+            p: Parsed::default(),
+            by_name: HashMap::new(),
+            material: None,
+            recognised: 0,
+            section_has_faces: false,
+            triangles: 0,
+            face_statements: 0,
+            unterminated: if text.ends_with('\n') {
+                0
+            } else {
+                text.lines().count()
+            },
         }
     }
-    Ok(p)
+
+    /// A `v` statement: the vertex, converted, into `b` (at most [`MAX_VERTICES`]).
+    fn vertex<'w>(
+        &mut self,
+        b: &mut Builder,
+        words: impl Iterator<Item = &'w str>,
+        line_no: usize,
+    ) -> crate::Result<()> {
+        let at = |msg: String| Error::load_at(b.path.display(), line_no, msg);
+        let v = b.mesh.positions.len() + 1;
+        if v as u64 > MAX_VERTICES {
+            return Err(at(format!(
+                "more than {MAX_VERTICES} vertices (the limit); split the mesh into several files"
+            )));
+        }
+        let q = vertex(words)
+            .and_then(|p| b.point(p))
+            .map_err(|m| at(format!("vertex {v} {m}")))?;
+        b.mesh.positions.push(q);
+        Ok(())
+    }
+
+    /// An `f` statement: its corners, kept as a face when there are three or more (at most
+    /// [`MAX_TRIANGLES`] triangles in all), else skipped; a face cut short on an unterminated
+    /// last line is an error.
+    fn face<'w>(
+        &mut self,
+        b: &Builder,
+        words: impl Iterator<Item = &'w str>,
+        line_no: usize,
+    ) -> crate::Result<()> {
+        let at = |msg: String| Error::load_at(b.path.display(), line_no, msg);
+        let p = &mut self.p;
+        self.face_statements += 1;
+        let number = self.face_statements;
+        let start = p.corners.len();
+        for word in words {
+            let i = corner(word, b.mesh.positions.len())
+                .map_err(|m| at(format!("face {number} {m}")))?;
+            p.corners.push(i);
+        }
+        let count = p.corners.len() - start;
+        if count >= 3 {
+            self.triangles += count as u64 - 2;
+            if self.triangles > MAX_TRIANGLES {
+                return Err(at(format!(
+                    "the faces so far make {} triangles, over the limit of {MAX_TRIANGLES}; simplify the mesh or split the level",
+                    self.triangles
+                )));
+            }
+            p.faces.push(Face {
+                line: line_no,
+                number,
+                start,
+                material: self.material,
+            });
+            self.section_has_faces = true;
+        } else {
+            p.corners.truncate(start);
+            p.skipped += 1;
+            if line_no == self.unterminated {
+                return Err(at(format!(
+                    "the file ends inside face {number} ({count} vertices); the file is truncated, re-export it"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// A `usemtl` (the material of the faces after it) or `mtllib` statement (a library to
+    /// read); either needs a name.
+    fn name(&mut self, key: &str, line: &'t str, line_no: usize, path: &Path) -> crate::Result<()> {
+        let rest = line.trim_start()[key.len()..].trim();
+        if rest.is_empty() {
+            return Err(Error::load_at(
+                path.display(),
+                line_no,
+                format!("`{key}` without a name; write `{key} NAME` or delete the line"),
+            ));
+        }
+        if key == "mtllib" {
+            self.p.mtllib.push(rest.to_string());
+            return Ok(());
+        }
+        let next = self.p.materials.len() as u32;
+        let m = *self.by_name.entry(rest).or_insert(next);
+        if m == next {
+            self.p.materials.push(rest.to_string());
+        }
+        self.material = Some(m);
+        Ok(())
+    }
+
+    /// What the pass found, the last object counted; a text with no OBJ statement at all is
+    /// an error naming its first line.
+    fn finish(self, path: &Path) -> crate::Result<Parsed> {
+        let mut p = self.p;
+        p.objects += usize::from(self.section_has_faces);
+        if self.recognised == 0 {
+            if let Some((line, text)) = &p.first_unknown {
+                return Err(Error::load_at(
+                    path.display(),
+                    *line,
+                    format!("no OBJ statements found (this line reads {text:?}); this does not look like a Wavefront OBJ file"),
+                ));
+            }
+        }
+        Ok(p)
+    }
 }
 
 /// The position of a `v` statement (`v x y z`, `v x y z w` or `v x y z r g b`); errors are

@@ -110,7 +110,7 @@ impl Building {
     /// odd ones north, between landings `LANDING` deep at both ends.
     pub(crate) fn flight(&self, k: u32) -> (f32, f32, f32, f32) {
         let (lo_x, lo_z) = (self.min.x + self.wall_t, self.min.y + self.wall_t);
-        let x0 = lo_x + if k % 2 == 0 { 0.0 } else { FLIGHT_W };
+        let x0 = lo_x + if k.is_multiple_of(2) { 0.0 } else { FLIGHT_W };
         let z0 = lo_z + LANDING;
         (x0, x0 + FLIGHT_W, z0, z0 + STEPS as f32 * TREAD)
     }
@@ -151,6 +151,24 @@ impl Building {
     }
 
     pub(crate) fn build(&self, b: &mut Builder) {
+        self.outer_walls(b);
+        let stairs = self.stairs && self.fits_stairwell();
+        self.slabs(b, stairs);
+        if stairs {
+            let (base, h) = (self.base, self.storey_h);
+            self.stairwell(b, |k| {
+                if k == 0 {
+                    base + FLOOR_TOP
+                } else {
+                    base + k as f32 * h
+                }
+            });
+        }
+        self.interior_walls(b);
+    }
+
+    /// The four outer walls, full height with the parapet, with their openings cut.
+    fn outer_walls(&self, b: &mut Builder) {
         let t = self.wall_t;
         let height = self.storeys as f32 * self.storey_h + self.parapet;
         let wall_mat = b.mat(self.wall);
@@ -193,7 +211,12 @@ impl Building {
                 .collect();
             wall(b, len, height, t, &holes, wall_mat, frame(origin, dir));
         }
-        // Slabs fill the inside of the walls: the ground floor, each upper floor, the roof.
+    }
+
+    /// Slabs fill the inside of the walls: the ground floor, each upper floor, the roof; with
+    /// `stairs`, each upper slab leaves a hole over the flight arriving at it.
+    fn slabs(&self, b: &mut Builder, stairs: bool) {
+        let t = self.wall_t;
         let (lo, hi) = (self.min + t, self.max - t);
         let floor = b.mat(Mat::Floor);
         let roof = b.mat(self.roof);
@@ -203,7 +226,6 @@ impl Building {
             cuboid(&mut b.level, min, max, d, m, Affine3A::IDENTITY);
         };
         slab(b, self.base - 0.2, self.base + FLOOR_TOP, floor);
-        let stairs = self.stairs && self.fits_stairwell();
         for k in 1..=self.storeys {
             let y = self.base + k as f32 * self.storey_h;
             let m = if k == self.storeys { roof } else { floor };
@@ -226,16 +248,12 @@ impl Building {
                 }
             }
         }
-        if stairs {
-            let (base, h) = (self.base, self.storey_h);
-            self.stairwell(b, |k| {
-                if k == 0 {
-                    base + FLOOR_TOP
-                } else {
-                    base + k as f32 * h
-                }
-            });
-        }
+    }
+
+    /// The interior walls, storey by storey, with their doorways.
+    fn interior_walls(&self, b: &mut Builder) {
+        let t = self.wall_t;
+        let (lo, hi) = (self.min + t, self.max - t);
         let plaster = b.mat(Mat::Plaster);
         for iw in &self.interior {
             let (origin, dir, len) = if iw.along_x {

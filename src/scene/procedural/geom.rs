@@ -223,18 +223,57 @@ pub(crate) fn wall(
     xf: Affine3A,
 ) {
     let density = b.density;
-    let mut us = vec![0.0, len];
-    let mut vs = vec![0.0, height];
-    for h in holes {
-        us.extend([h.u0.clamp(0.0, len), h.u1.clamp(0.0, len)]);
-        vs.extend([h.v0.clamp(0.0, height), h.v1.clamp(0.0, height)]);
+    let cells = WallCells::new(len, height, holes);
+    let faces = Faces {
+        density,
+        nw: segs(thick, density),
+        mat,
+    };
+    let mut m = Mesh::default();
+    cells.surface(&mut m, &faces, [-thick / 2.0, thick / 2.0]);
+    for h in holes.iter().filter(|h| h.glass) {
+        let glass = b.mat(Mat::Glass);
+        let c = box_corners(Vec3::new(h.u0, h.v0, -0.015), Vec3::new(h.u1, h.v1, 0.015));
+        hexa(&mut m, &c, density, [glass; 6]);
     }
-    for v in [&mut us, &mut vs] {
-        v.sort_by(f32::total_cmp);
-        v.dedup_by(|a, b| (*a - *b).abs() < 1e-4);
+    b.level.append(&m, xf);
+}
+
+/// A wall's face of `len` by `height` cut into cells at every hole's edges (`us` along,
+/// `vs` up); a cell is solid unless its centre lies in a hole.
+struct WallCells<'a> {
+    us: Vec<f32>,
+    vs: Vec<f32>,
+    holes: &'a [Hole],
+    len: f32,
+    height: f32,
+}
+
+impl<'a> WallCells<'a> {
+    fn new(len: f32, height: f32, holes: &'a [Hole]) -> WallCells<'a> {
+        let mut us = vec![0.0, len];
+        let mut vs = vec![0.0, height];
+        for h in holes {
+            us.extend([h.u0.clamp(0.0, len), h.u1.clamp(0.0, len)]);
+            vs.extend([h.v0.clamp(0.0, height), h.v1.clamp(0.0, height)]);
+        }
+        for v in [&mut us, &mut vs] {
+            v.sort_by(f32::total_cmp);
+            v.dedup_by(|a, b| (*a - *b).abs() < 1e-4);
+        }
+        WallCells {
+            us,
+            vs,
+            holes,
+            len,
+            height,
+        }
     }
-    let (nu, nv) = (us.len() - 1, vs.len() - 1);
-    let solid = |i: isize, j: isize| {
+
+    /// Whether cell `(i, j)` is wall (cells outside the face are not).
+    fn solid(&self, i: isize, j: isize) -> bool {
+        let (us, vs) = (&self.us, &self.vs);
+        let (nu, nv) = (us.len() - 1, vs.len() - 1);
         if i < 0 || j < 0 || i >= nu as isize || j >= nv as isize {
             return false;
         }
@@ -242,16 +281,66 @@ pub(crate) fn wall(
             (us[i as usize] + us[i as usize + 1]) / 2.0,
             (vs[j as usize] + vs[j as usize + 1]) / 2.0,
         );
-        !holes
+        !self
+            .holes
             .iter()
             .any(|h| cu > h.u0 && cu < h.u1 && cv > h.v0 && cv < h.v1)
-    };
-    let w = [-thick / 2.0, thick / 2.0];
-    let nw = segs(thick, density);
-    let mut m = Mesh::default();
-    // An axis-aligned rectangle: axis `a` fixed at `at`, spanning `r1` on axis (a+1)%3 and `r2`
-    // on (a+2)%3; front along +a unless `neg`.
-    let mut rect = |a: usize, at: f32, r1: [f32; 2], r2: [f32; 2], neg: bool| {
+    }
+
+    /// The surface of the union of the solid cells, `w` the wall's two faces: front and back
+    /// of every solid cell, and a side wherever a solid cell meets an open one or the edge.
+    fn surface(&self, m: &mut Mesh, faces: &Faces, w: [f32; 2]) {
+        let (us, vs) = (&self.us, &self.vs);
+        let (nu, nv) = (us.len() - 1, vs.len() - 1);
+        for j in 0..nv as isize {
+            let (v0, v1) = (vs[j as usize], vs[j as usize + 1]);
+            for i in 0..nu as isize {
+                let (u0, u1) = (us[i as usize], us[i as usize + 1]);
+                let solid = self.solid(i, j);
+                if solid {
+                    // Faces are listed as (axis, at, range on next axis, range on the one after).
+                    faces.rect(m, 2, w[1], [u0, u1], [v0, v1], false);
+                    faces.rect(m, 2, w[0], [u0, u1], [v0, v1], true);
+                }
+                if self.solid(i - 1, j) != solid {
+                    faces.rect(m, 0, u0, [v0, v1], w, solid);
+                }
+                if self.solid(i, j - 1) != solid {
+                    faces.rect(m, 1, v0, w, [u0, u1], solid);
+                }
+            }
+            if self.solid(nu as isize - 1, j) {
+                faces.rect(m, 0, self.len, [v0, v1], w, false);
+            }
+        }
+        for i in 0..nu as isize {
+            if self.solid(i, nv as isize - 1) {
+                faces.rect(
+                    m,
+                    1,
+                    self.height,
+                    w,
+                    [us[i as usize], us[i as usize + 1]],
+                    false,
+                );
+            }
+        }
+    }
+}
+
+/// How a wall's faces are gridded: the density, the segments across the thickness (`nw`)
+/// and the material.
+struct Faces {
+    density: f32,
+    nw: u32,
+    mat: u32,
+}
+
+impl Faces {
+    /// An axis-aligned rectangle: axis `a` fixed at `at`, spanning `r1` on axis (a+1)%3 and
+    /// `r2` on (a+2)%3; front along +a unless `neg`.
+    fn rect(&self, m: &mut Mesh, a: usize, at: f32, r1: [f32; 2], r2: [f32; 2], neg: bool) {
+        let (density, nw, mat) = (self.density, self.nw, self.mat);
         let n1 = if (a + 1) % 3 == 2 {
             nw
         } else {
@@ -270,42 +359,11 @@ pub(crate) fn wall(
             Vec3::from(p)
         };
         if neg {
-            grid(&mut m, n2, n1, |i, j| pt(j, i), |_, _| mat);
+            grid(m, n2, n1, |i, j| pt(j, i), |_, _| mat);
         } else {
-            grid(&mut m, n1, n2, pt, |_, _| mat);
-        }
-    };
-    for j in 0..nv as isize {
-        let (v0, v1) = (vs[j as usize], vs[j as usize + 1]);
-        for i in 0..nu as isize {
-            let (u0, u1) = (us[i as usize], us[i as usize + 1]);
-            if solid(i, j) {
-                // Faces are listed as (axis, at, range on next axis, range on the one after).
-                rect(2, w[1], [u0, u1], [v0, v1], false);
-                rect(2, w[0], [u0, u1], [v0, v1], true);
-            }
-            if solid(i - 1, j) != solid(i, j) {
-                rect(0, u0, [v0, v1], w, solid(i, j));
-            }
-            if solid(i, j - 1) != solid(i, j) {
-                rect(1, v0, w, [u0, u1], solid(i, j));
-            }
-        }
-        if solid(nu as isize - 1, j) {
-            rect(0, len, [v0, v1], w, false);
+            grid(m, n1, n2, pt, |_, _| mat);
         }
     }
-    for i in 0..nu as isize {
-        if solid(i, nv as isize - 1) {
-            rect(1, height, w, [us[i as usize], us[i as usize + 1]], false);
-        }
-    }
-    for h in holes.iter().filter(|h| h.glass) {
-        let glass = b.mat(Mat::Glass);
-        let c = box_corners(Vec3::new(h.u0, h.v0, -0.015), Vec3::new(h.u1, h.v1, 0.015));
-        hexa(&mut m, &c, density, [glass; 6]);
-    }
-    b.level.append(&m, xf);
 }
 
 /// A placement whose local +X points along `dir` (horizontal), +Y up, at `origin`. Exact for

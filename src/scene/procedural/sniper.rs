@@ -204,6 +204,37 @@ pub fn sniper_layout() -> SniperLayout {
 pub fn sniper(_seed: u64, detail: u32) -> Scene {
     let d = super::detail(detail);
     let mut b = Builder::new(d);
+    creek(&mut b, d);
+    let concrete = b.mat(Mat::Concrete);
+    bridge(&mut b, d, concrete);
+    creek_stairs(&mut b, d, concrete);
+    // Full-height walls.
+    let layout = sniper_layout();
+    for [a, e] in layout.full_walls {
+        let dir = Vec2::new(e.x - a.x, e.z - a.z);
+        wall(
+            &mut b,
+            dir.length(),
+            3.0,
+            0.3,
+            &[] as &[Hole],
+            concrete,
+            frame(a, dir),
+        );
+    }
+    for (bld, _) in buildings() {
+        bld.build(&mut b);
+    }
+    for bl in &layout.buildings {
+        let mesh = door_leaf(&mut b, 0.9, 2.0);
+        b.movable(mesh, bl.door_open);
+    }
+    b.finish()
+}
+
+/// The banks' grass, the creek's bed and water surface, and its vertical rock banks facing
+/// into it (their edges match the grids' vertices).
+fn creek(b: &mut Builder, d: f32) {
     let (grass, bed, rock, water) = (
         b.mat(Mat::Grass),
         b.mat(Mat::Ground),
@@ -223,10 +254,10 @@ pub fn sniper(_seed: u64, detail: u32) -> Scene {
             |_, _| m,
         );
     };
-    flat(&mut b, -HALF.x, -CREEK, nbank, 0.0, grass);
-    flat(&mut b, CREEK, HALF.x, nbank, 0.0, grass);
-    flat(&mut b, -CREEK, CREEK, ncreek, BED, bed);
-    flat(&mut b, -CREEK, CREEK, ncreek, WATER, water);
+    flat(b, -HALF.x, -CREEK, nbank, 0.0, grass);
+    flat(b, CREEK, HALF.x, nbank, 0.0, grass);
+    flat(b, -CREEK, CREEK, ncreek, BED, bed);
+    flat(b, -CREEK, CREEK, ncreek, WATER, water);
     // Vertical banks, facing into the creek; their edges match the grids' vertices.
     let ny = segs(-BED, d);
     let y = |i: u32| {
@@ -257,8 +288,10 @@ pub fn sniper(_seed: u64, detail: u32) -> Scene {
         |j, i| Vec3::new(CREEK, y(i), z(j)),
         |_, _| rock,
     );
+}
 
-    let concrete = b.mat(Mat::Concrete);
+/// The bridge's deck over the creek and its two 1 m parapets.
+fn bridge(b: &mut Builder, d: f32, concrete: u32) {
     let id = Affine3A::IDENTITY;
     cuboid(
         &mut b.level,
@@ -278,7 +311,12 @@ pub fn sniper(_seed: u64, detail: u32) -> Scene {
             id,
         );
     }
-    // Stairs: 12 steps of 0.25 m x 0.3 m against a bank, with a sloped half wall beside them.
+}
+
+/// Stairs: 12 steps of 0.25 m x 0.3 m against a bank, with a sloped half wall beside them;
+/// the northern flight against the west bank, the southern against the east.
+fn creek_stairs(b: &mut Builder, d: f32, concrete: u32) {
+    let id = Affine3A::IDENTITY;
     let stair = b.mat(Mat::Stair);
     for (x0, x1, wall_x, z_foot, dir) in [
         (-CREEK, -2.5, -2.5 + 0.125, -11.0, -1.0),
@@ -319,26 +357,4 @@ pub fn sniper(_seed: u64, detail: u32) -> Scene {
         });
         hexa(&mut b.level, &c, d, [concrete; 6]);
     }
-    // Full-height walls.
-    let layout = sniper_layout();
-    for [a, e] in layout.full_walls {
-        let dir = Vec2::new(e.x - a.x, e.z - a.z);
-        wall(
-            &mut b,
-            dir.length(),
-            3.0,
-            0.3,
-            &[] as &[Hole],
-            concrete,
-            frame(a, dir),
-        );
-    }
-    for (bld, _) in buildings() {
-        bld.build(&mut b);
-    }
-    for bl in &layout.buildings {
-        let mesh = door_leaf(&mut b, 0.9, 2.0);
-        b.movable(mesh, bl.door_open);
-    }
-    b.finish()
 }
