@@ -248,6 +248,8 @@ fn unconnected_nodes_are_pruned_and_every_node_is_accounted_for() {
 }
 
 #[test]
+// Every criterion is checked node by node against closures of the node index.
+#[allow(clippy::needless_range_loop)]
 fn each_criterion_matches_an_independent_computation() {
     let (scene, surface) = walls();
     let graph = RingGraph::build(

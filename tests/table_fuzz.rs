@@ -328,7 +328,7 @@ fn mutated_tables_are_refused_or_consistent_never_a_panic() {
             for _ in 0..1 + pick(&mut rng, 2) {
                 kinds.push(mutate(&mut bad, &mut rng));
             }
-            if rng.next_u64() % 2 == 0 && bad.len() >= 24 {
+            if rng.next_u64().is_multiple_of(2) && bad.len() >= 24 {
                 let len = bad.len() as u64;
                 bad[16..24].copy_from_slice(&len.to_le_bytes());
             }

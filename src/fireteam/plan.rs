@@ -239,7 +239,7 @@ impl Route {
 
     /// `CanSee(w, path[i])` for string pulling: line of sight that is also a way. The sight
     /// line must not save more than it could by walking: the graph's distance to the route's
-    /// end from `w` is at most that from the path node plus [`PULL_DETOUR`] times the
+    /// end from `w` is at most that from the path node plus `PULL_DETOUR` times the
     /// straight distance between them (plus a metre), and it climbs no more than a walkable
     /// slope would. A far bank seen across a creek, the street seen through a window, or the
     /// landing seen up a stairwell is in sight but not on the way.
@@ -588,6 +588,7 @@ fn stops_of(chain: &[(u32, f32)]) -> Vec<Stop> {
 /// times), for at most `max_moves` edges; cut back to the last stop the member can hold from
 /// then on. `None` when that leaves no move.
 #[must_use]
+#[allow(clippy::too_many_arguments)] // public; its two bounds are the caller's to choose
 pub fn timed_path(
     world: &World,
     eta: &Eta,

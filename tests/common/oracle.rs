@@ -392,6 +392,7 @@ pub fn hidden_postures(
 }
 
 /// Whether every point of `posture`'s sample at `ground` is hidden from every observer.
+#[allow(clippy::too_many_arguments)]
 pub fn all_hidden(
     engine: &Engine,
     scene: &Scene,

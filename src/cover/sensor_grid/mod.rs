@@ -219,7 +219,7 @@ pub struct CoverAnswer {
 /// Answers many cover queries with three batched engine calls however many queries there
 /// are (ground, the ray up from it and waypoint hops; visibility, clearance, the probes for
 /// solids and straight access; two-segment access), each one submission and one wait on the GPU. With `verify` the GPU's candidates
-/// ride in the last call ([`checks`]) while their body samples stay within a bound (some
+/// ride in the last call (`sensor_grid/checks.rs`) while their body samples stay within a bound (some
 /// 1,800 agents with 4 observers on `dungeon.obj`; more cost a wait per verification round);
 /// the CPU checks them lazily after it. Backends agree by the contract in ARCHITECTURE.md.
 pub fn find_cover(
