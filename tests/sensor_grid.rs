@@ -614,26 +614,19 @@ fn probes_ambiguous(
         q.agent.position.y + SensorGridParams::standard().step_height,
         g.z,
     );
-    let d = std::f32::consts::FRAC_1_SQRT_2;
-    let dirs = [
-        Vec3::Y,
-        Vec3::X,
-        Vec3::NEG_X,
-        Vec3::Z,
-        Vec3::NEG_Z,
-        Vec3::new(d, 0.0, d),
-        Vec3::new(-d, 0.0, -d),
-        Vec3::new(d, 0.0, -d),
-        Vec3::new(-d, 0.0, d),
-    ];
-    let rays: Vec<Ray> = dirs.iter().map(|&d| Ray::new(o, d, 1e6)).collect();
+    let rays: Vec<Ray> = std::iter::once(Vec3::Y)
+        .chain(sightline::ground::AROUND)
+        .map(|d| Ray::new(o, d, 1e6))
+        .collect();
     let mask = Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
     Engine::cpu()
         .closest_hit(scene, &rays, mask)
         .unwrap()
         .iter()
-        .zip(&dirs)
-        .any(|(h, &d)| h.is_some_and(|h| contract::point_ambiguous(tris, o + d * h.t)))
+        .zip(&rays)
+        .any(|(h, r)| {
+            h.is_some_and(|h| contract::point_ambiguous(tris, r.origin() + r.dir() * h.t))
+        })
 }
 
 /// `n` seeded queries over `scene`: agents and four observers anywhere in its bounds.
