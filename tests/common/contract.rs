@@ -185,3 +185,17 @@ pub fn point_ambiguous(tris: &[GpuTriangle], p: Vec3) -> bool {
     }
     near >= 2
 }
+
+/// Whether the eye lies in the plane of a triangle of `tris` (within 1e-4 m, float64) that is
+/// no farther from it than `reach`: the face is seen edge-on, its image a line of pixels
+/// through the view that either side of the last bit may call in or out.
+pub fn seen_edge_on(tris: &[GpuTriangle], eye: Vec3, reach: f64) -> bool {
+    let p = eye.as_dvec3();
+    tris.iter().any(|t| {
+        let v = [t.v0, t.v1, t.v2].map(|a| Vec3::from(a).as_dvec3());
+        let n = (v[1] - v[0]).cross(v[2] - v[0]);
+        n.length_squared() > 1e-30
+            && n.normalize().dot(p - v[0]).abs() <= 1e-4
+            && point_triangle_distance(p, v) <= reach
+    })
+}
