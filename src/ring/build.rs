@@ -13,6 +13,10 @@
 //! each annotation joins the node already on its place, or becomes a node, and walks to its
 //! six nearest nodes within reach.
 
+mod join;
+
+pub use join::{MAX_SEARCH, SEARCH_STEP};
+
 use super::{Design, Node, NodeKind, RingGraph, RingParams};
 use crate::nav::{Walk, WalkSurface};
 use crate::{Error, Result};
@@ -39,8 +43,23 @@ pub struct BuildReport {
     /// Annotations, and those that could not be connected (dropped).
     pub annotations: u32,
     pub annotations_unconnected: u32,
-    /// Walks on the surface.
+    /// Straight walks on the surface.
     pub walks: u64,
+    /// Parts cut off from the centre that a search on the walk surface joined to it, the
+    /// nodes added on the ways found ([`NodeKind::Passage`]), the places the searches visited
+    /// and their tasks (each visits at most [`SEARCH_STEP`] places).
+    pub joined: u32,
+    pub passages: u32,
+    pub searched: u64,
+    pub search_steps: u64,
+}
+
+impl BuildReport {
+    /// Work done, as a budget counts it: a walk or a search task counts one.
+    #[must_use]
+    pub fn work(&self) -> u64 {
+        self.walks + self.search_steps
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -68,6 +87,8 @@ pub(super) struct Builder {
     /// The current annotation's node and the nodes it walks to.
     annotation_node: u32,
     candidates: Vec<u32>,
+    /// Joining cut-off parts, once the ring and annotation tasks are done.
+    joiner: Option<join::Joining>,
     report: super::BuildReport,
 }
 
@@ -133,6 +154,7 @@ impl Builder {
             task: 0,
             annotation_node: 0,
             candidates: Vec::new(),
+            joiner: None,
             report: super::BuildReport {
                 generated,
                 annotations: design.annotations.len() as u32,
@@ -151,17 +173,22 @@ impl Builder {
 
     /// Whether every task has run.
     pub fn done(&self) -> bool {
-        self.task >= self.tasks()
+        self.task >= self.tasks() && self.joiner.as_ref().is_some_and(join::Joining::done)
     }
 
-    /// Runs tasks until they are done or `budget` walks are spent; returns the walks made.
+    /// Runs tasks until they are done or `budget` of work ([`BuildReport::work`]) is spent;
+    /// returns the work done.
     pub fn step(&mut self, surface: &WalkSurface, budget: u64) -> Result<u64> {
-        let before = self.report.walks;
-        while !self.done() && self.report.walks - before < budget {
-            self.run_task(surface);
-            self.task += 1;
+        let before = self.report.work();
+        while !self.done() && self.report.work() - before < budget {
+            if self.task < self.tasks() {
+                self.run_task(surface);
+                self.task += 1;
+            } else {
+                self.join_task(surface);
+            }
         }
-        Ok(self.report.walks - before)
+        Ok(self.report.work() - before)
     }
 
     fn slot(&self, ring: u32, k: u32) -> u32 {
@@ -275,9 +302,21 @@ impl Builder {
             }
         }
         let p = Vec3::new(spot.x, hint, spot.y);
-        if let Some(place) = surface.locate(p, self.params.snap, self.params.max_rise) {
+        if let Some(place) = self.ground(surface, p) {
             self.place(s, place, NodeKind::Ring, None);
         }
+    }
+
+    /// The ground for a node at `p` (its spot at the hint's height): within the snap
+    /// distance and the rise, on the hint's storey (within half the rise) where it has ground
+    /// there, so a node beside a house keeps to the street rather than the eaves above it.
+    fn ground(&self, surface: &WalkSurface, p: Vec3) -> Option<u32> {
+        let (snap, rise) = (self.params.snap, self.params.max_rise);
+        let any = surface.locate(p, snap, rise)?;
+        if (surface.position(any).y - p.y).abs() <= 0.5 * rise {
+            return Some(any);
+        }
+        surface.locate(p, snap, 0.5 * rise).or(Some(any))
     }
 
     fn around(&mut self, surface: &WalkSurface, ring: u32, k: u32) {

@@ -23,7 +23,7 @@ mod incremental;
 mod path;
 mod score;
 
-pub use build::BuildReport;
+pub use build::{BuildReport, MAX_SEARCH, SEARCH_STEP};
 pub use incremental::Incremental;
 pub use path::{Route, ScoreCost};
 pub use score::{score_batch, Criterion, Curve, Score, Scores, Shooter, Situation};
@@ -41,6 +41,8 @@ pub const MAX_PER_RING: u32 = 1024;
 pub const MAX_RING_NODES: u32 = 1 << 16;
 /// Largest radius (metres).
 pub const MAX_RADIUS: f32 = 2000.0;
+/// Most places the joining searches of one build may visit ([`RingParams::search`]).
+pub const MAX_JOIN_SEARCH: u32 = 1 << 20;
 /// Most annotations, and most leashing zones, per graph.
 pub const MAX_ANNOTATIONS: usize = 4096;
 pub const MAX_ZONES: usize = 256;
@@ -65,6 +67,10 @@ pub struct RingParams {
     /// Ground is searched within this height of the point of interest (the centre) or of the
     /// node inside on the same spoke (metres). Default 3.
     pub max_rise: f32,
+    /// Most walk-surface places the searches that join cut-off parts to the centre visit in
+    /// one build (a room behind a doorway, a creek bed below its stairs); 0 turns joining off.
+    /// Default 4096 (256 m^2 at 0.25 m spacing).
+    pub search: u32,
 }
 
 impl Default for RingParams {
@@ -74,7 +80,8 @@ impl Default for RingParams {
 }
 
 impl RingParams {
-    /// 32 rings of 32 over 50 m, clamping past half a connection, 0.5 m snap, 3 m rise.
+    /// 32 rings of 32 over 50 m, clamping past half a connection, 0.5 m snap, 3 m rise,
+    /// joining searches of up to 4096 places.
     #[must_use]
     pub const fn standard() -> RingParams {
         RingParams {
@@ -84,6 +91,7 @@ impl RingParams {
             clamp: 0.5,
             snap: 0.5,
             max_rise: 3.0,
+            search: 4096,
         }
     }
 
@@ -138,6 +146,13 @@ impl RingParams {
                 "max rise",
                 self.max_rise,
                 "metres in (0, 100] (default 3)",
+            ));
+        }
+        if self.search > MAX_JOIN_SEARCH {
+            return Err(Error::param(
+                "search",
+                self.search,
+                format!("places in 0..={MAX_JOIN_SEARCH} (default 4096; 0: no joining)"),
             ));
         }
         Ok(())
@@ -265,6 +280,9 @@ pub enum NodeKind {
     Clamped,
     /// A designer's annotation (its index in [`Design::annotations`]).
     Annotation(u32),
+    /// On a way found on the walk surface that joins a part of the graph the straight walks
+    /// left cut off from the centre (through a doorway, up a stair).
+    Passage,
 }
 
 /// One node of a ring graph.
