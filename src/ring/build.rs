@@ -9,13 +9,18 @@
 //! within `snap`) unconnected. Then each *ring task* walks from a node to its next neighbour on
 //! the ring: arriving at it connects them; a neighbour with no connection yet is placed where
 //! the walk arrived, or clamped where it stopped, as a spoke would. Two nodes never share a
-//! place: the later one merges into the earlier (its connection goes to that node). Finally
-//! each annotation joins the node already on its place, or becomes a node, and walks to its
-//! six nearest nodes within reach.
+//! place: the later one merges into the earlier (its connection goes to that node). Then each
+//! annotation joins the node already on its place, or becomes a node, and walks to its six
+//! nearest nodes within reach. Finally the parts left cut off from the centre are joined to it
+//! by ways wall followers find on the surface (`join.rs`, `follow.rs`), in tasks of at most one
+//! walk each. A node that takes the ground at its spot keeps to the storey of the node inside
+//! it where that storey has ground there (a spot beside a house stays in the street, not on
+//! the eaves).
 
+mod follow;
 mod join;
 
-pub use join::{MAX_SEARCH, SEARCH_STEP};
+pub use join::{FOLLOW_STEP, MAX_FOLLOW};
 
 use super::{Design, Node, NodeKind, RingGraph, RingParams};
 use crate::nav::{Walk, WalkSurface};
@@ -45,9 +50,10 @@ pub struct BuildReport {
     pub annotations_unconnected: u32,
     /// Straight walks on the surface.
     pub walks: u64,
-    /// Parts cut off from the centre that a search on the walk surface joined to it, the
-    /// nodes added on the ways found ([`NodeKind::Passage`]), the places the searches visited
-    /// and their tasks (each visits at most [`SEARCH_STEP`] places).
+    /// Ways found on the walk surface that join parts cut off from the centre to it, the
+    /// nodes added on them ([`NodeKind::Passage`]), the steps wall followers took to find them
+    /// ([`RingParams::search`] bounds them), and the follower tasks that made no walk (each
+    /// takes at most [`FOLLOW_STEP`] steps).
     pub joined: u32,
     pub passages: u32,
     pub searched: u64,

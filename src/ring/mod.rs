@@ -7,8 +7,11 @@
 //!    neighbour on its own ring, by a straight walk on the [`WalkSurface`] (the nav mesh's
 //!    raycast). A walk that fails after more than [`RingParams::clamp`] of its length moves
 //!    the node it was heading for to where the walk stopped, which snaps nodes against walls:
-//!    to cover. Nodes left with no connection are dropped. Designer annotations become nodes;
-//!    leashing zones keep nodes inside them.
+//!    to cover. A node off its ring's walks takes the ground at its spot on the storey of the
+//!    node inside it. Designer annotations become nodes; leashing zones keep nodes inside
+//!    them. Parts the straight walks left cut off from the centre (a room behind a doorway, a
+//!    creek bed below its stairs) are joined by ways that wall followers find on the surface
+//!    (`build/join.rs`, `build/follow.rs`). Nodes left with no connection are dropped.
 //! 3. **Scoring** ([`Score`], `score.rs`): criteria (in cover, in a friendly or an enemy field
 //!    of fire, distance to target or to move, line of sight to the target, zones), each through
 //!    a response curve, combined with filters and fuzzy boolean operations. Every ray of every
@@ -23,7 +26,7 @@ mod incremental;
 mod path;
 mod score;
 
-pub use build::{BuildReport, MAX_SEARCH, SEARCH_STEP};
+pub use build::{BuildReport, FOLLOW_STEP, MAX_FOLLOW};
 pub use incremental::Incremental;
 pub use path::{Route, ScoreCost};
 pub use score::{score_batch, Criterion, Curve, Score, Scores, Shooter, Situation};
@@ -41,7 +44,7 @@ pub const MAX_PER_RING: u32 = 1024;
 pub const MAX_RING_NODES: u32 = 1 << 16;
 /// Largest radius (metres).
 pub const MAX_RADIUS: f32 = 2000.0;
-/// Most places the joining searches of one build may visit ([`RingParams::search`]).
+/// Most steps the joining wall followers of one build may take ([`RingParams::search`]).
 pub const MAX_JOIN_SEARCH: u32 = 1 << 20;
 /// Most annotations, and most leashing zones, per graph.
 pub const MAX_ANNOTATIONS: usize = 4096;
@@ -67,9 +70,9 @@ pub struct RingParams {
     /// Ground is searched within this height of the point of interest (the centre) or of the
     /// node inside on the same spoke (metres). Default 3.
     pub max_rise: f32,
-    /// Most walk-surface places the searches that join cut-off parts to the centre visit in
-    /// one build (a room behind a doorway, a creek bed below its stairs); 0 turns joining off.
-    /// Default 4096 (256 m^2 at 0.25 m spacing).
+    /// Most steps the wall followers that join parts cut off from the centre (a room behind
+    /// a doorway, a creek bed below its stairs) take in one build, one walk-surface place
+    /// each; 0 turns joining off. Default 2048 (512 m of wall at 0.25 m spacing).
     pub search: u32,
 }
 
@@ -81,7 +84,7 @@ impl Default for RingParams {
 
 impl RingParams {
     /// 32 rings of 32 over 50 m, clamping past half a connection, 0.5 m snap, 3 m rise,
-    /// joining searches of up to 4096 places.
+    /// joining followers of up to 2048 steps.
     #[must_use]
     pub const fn standard() -> RingParams {
         RingParams {
@@ -91,7 +94,7 @@ impl RingParams {
             clamp: 0.5,
             snap: 0.5,
             max_rise: 3.0,
-            search: 4096,
+            search: 2048,
         }
     }
 
@@ -152,7 +155,7 @@ impl RingParams {
             return Err(Error::param(
                 "search",
                 self.search,
-                format!("places in 0..={MAX_JOIN_SEARCH} (default 4096; 0: no joining)"),
+                format!("steps in 0..={MAX_JOIN_SEARCH} (default 2048; 0: no joining)"),
             ));
         }
         Ok(())
@@ -210,7 +213,7 @@ impl Zone {
         let bad = |why: &str| Err(Error::InvalidInput(format!("zone {index}: {why}")));
         match self {
             Zone::Circle { centre, radius } => {
-                if !centre.is_finite() || !(*radius > 0.0 && radius.is_finite()) {
+                if !(centre.is_finite() && *radius > 0.0 && radius.is_finite()) {
                     return bad("a circle needs a finite centre and a positive radius in metres");
                 }
             }

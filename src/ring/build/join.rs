@@ -4,45 +4,48 @@
 //! its stairs or the far side of a bridge is joined to the rest only when a walk happens to run
 //! through that narrow way: its nodes, often the ones in cover, stand connected among
 //! themselves but out of the centre's reach. After the ring and annotation tasks, each such
-//! part is searched out from once in every quarter of the circle it spans (so a creek bed long
-//! enough to hold two stairs gets a way up each): breadth first on the walk surface from the
-//! part's first node in that quarter, by the axis steps a straight walk takes, inside the
-//! radius and the leash. The ground is divided into cells one ring gap wide, each given the
-//! node of the centre's part nearest to it over the cells; the first time a search enters a
-//! cell it tries a straight walk to that node, and the first walk that arrives ends the
-//! search. The way found is string-pulled into straight walks, each ending on a node (a
-//! [`NodeKind::Passage`] where none stood), so every connection stays a straight walk on the
-//! surface.
+//! part is joined once from every quarter of the circle it spans (so a creek bed long enough to
+//! hold two stairs gets a way up each), from its first node there:
 //!
-//! A search gives up after [`MAX_SEARCH`] places, and marks the places it visited: later
-//! searches neither start from nor enter them (a roof or a closed yard is searched once). All
-//! searches of a build visit at most [`super::RingParams::search`] places, inner parts first.
-//! The work is split into tasks like the rest of the build: a task visits at most
-//! [`SEARCH_STEP`] places and ends after a walk; a walk, or a task without one, counts one
+//! 1. The ground is divided into cells one ring gap wide. The goal is the node of the centre's
+//!    part nearest to the first node within two cells (else the nearest of all), and a
+//!    straight walk heads for it.
+//! 2. Where the walk stops, a wall follower ([`super::follow`]) keeps the edge of the walkable
+//!    ground on its right hand, and another on its left, each leaving the wall where it
+//!    crosses the line to the goal nearer to it. The first time a follower enters a cell it
+//!    tries a straight walk to the nearest node of the centre's part within two cells; the
+//!    first walk that arrives (at the goal or at such a node) ends its way. Of the two ways,
+//!    the shorter is kept.
+//! 3. The way is string-pulled into straight walks, each ending on a node (a
+//!    [`NodeKind::Passage`] where none stood), so every connection stays a straight walk on the
+//!    surface.
+//!
+//! A part neither follower joins (a roof, a closed yard) is given up. A follower takes at most
+//! [`MAX_FOLLOW`] steps, all of a build's followers at most [`super::RingParams::search`],
+//! inner parts first. The work is split into tasks like the rest of the build: a task takes at
+//! most [`FOLLOW_STEP`] steps and ends after a walk; a walk, or a task without one, counts one
 //! against a build's budget.
 
+use super::follow::{self, Follower, Hand, Move};
 use super::{Builder, NodeKind};
 use crate::nav::WalkSurface;
 use glam::{Vec2, Vec3Swizzles};
-use rustc_hash::{FxHashMap, FxHashSet};
-use std::collections::hash_map::Entry;
-use std::collections::VecDeque;
+use rustc_hash::FxHashSet;
 
-/// Places one search task visits at most (about the time of one walk).
-pub const SEARCH_STEP: usize = 8;
-/// Most places one search visits before it gives up (128 m^2, a room of 11 m x 11 m, at the
-/// default 0.25 m spacing).
-pub const MAX_SEARCH: usize = 2048;
+/// Steps one follower task takes at most (about the time of one walk).
+pub const FOLLOW_STEP: usize = 8;
+/// Most steps one wall follower takes (256 m of wall at the default 0.25 m spacing).
+pub const MAX_FOLLOW: usize = 1024;
 
-/// `came` of a place a search keeps out (outside the radius or the leash, or dead).
-const NOWHERE: u32 = u32::MAX;
+/// Cells around a follower's cell whose nodes it tries to walk to.
+const NEAR_CELLS: usize = 2;
 
-/// Quarters of the circle: a part is searched out from once in each it spans.
+/// Quarters of the circle: a part is joined from each it spans.
 const SECTORS: f32 = 4.0;
 
 /// The joining phase of a build.
 pub(super) enum Joining {
-    On(Joiner),
+    On(Box<Joiner>),
     Done,
 }
 
@@ -60,43 +63,45 @@ pub(super) struct Joiner {
     root: Vec<u32>,
     /// Per slot: its part before any joining (its root then).
     part: Vec<u32>,
-    /// Parts and quarters searched out from.
+    /// Parts and quarters joined from, and parts given up.
     started: FxHashSet<(u32, u32)>,
-    /// Places visited by the current search, each with the place it came from.
-    came: FxHashMap<u32, u32>,
-    /// Places of searches that found no way, and the parts they started from.
-    dead: FxHashSet<u32>,
     failed: FxHashSet<u32>,
     cells: Cells,
-    search: u32,
-    /// The slot the current search started from.
+    /// Counts followers: a cell's walk is tried once per follower.
+    follower: u32,
+    /// The slot the current way starts from.
     source: u32,
     /// Slots before it have been looked at.
     next: usize,
     state: State,
 }
 
-/// Cells one ring gap wide over the circle, each with the node of the centre's part nearest
-/// to it in steps over the cells (walls not considered).
+/// Cells one ring gap wide over the circle, each holding a node of the centre's part that
+/// stands in it, if any.
 struct Cells {
     corner: Vec2,
     size: f32,
     side: usize,
-    /// Per cell: 1 + the slot, or 0 (no node of the centre's part).
-    owner: Vec<u32>,
-    /// Per cell: the last search that tried its walk.
+    /// Per cell: 1 + the least slot of the centre's part standing in it, or 0.
+    node: Vec<u32>,
+    /// Per cell: the last follower that tried a walk from it.
     tried: Vec<u32>,
 }
 
 enum State {
     Scan,
-    /// `order[head..]` is the queue; `order` every place visited.
-    Search {
-        order: Vec<u32>,
-        head: usize,
-    },
+    Follow(Box<Following>),
     Pull(Pull),
     Done,
+}
+
+/// A follower of the current part and quarter.
+struct Following {
+    f: Follower,
+    /// The start and where the straight walk from it stopped.
+    start: Vec<u32>,
+    /// `None` while the right hand follows; then the right hand's way, if it found one.
+    right: Option<Option<Vec<u32>>>,
 }
 
 /// String-pulling `path` (source to target): a straight walk is known from `path[at]` to
@@ -118,32 +123,15 @@ impl Cells {
             corner: b.at - Vec2::splat(b.params.radius + 0.5 * size),
             size,
             side,
-            owner: vec![0; side * side],
+            node: vec![0; side * side],
             tried: vec![0; side * side],
         };
-        let mut queue = VecDeque::new();
         for (s, slot) in b.slots.iter().enumerate() {
             if let (0, Some(p)) = (part[s], slot.place) {
                 if let Some(k) = c.index(surface.position(p).xz()) {
-                    if c.owner[k] == 0 {
-                        c.owner[k] = s as u32 + 1;
-                        queue.push_back(k);
+                    if c.node[k] == 0 {
+                        c.node[k] = s as u32 + 1;
                     }
-                }
-            }
-        }
-        while let Some(k) = queue.pop_front() {
-            let (x, z) = (k % side, k / side);
-            let near = [
-                (x > 0).then(|| k - 1),
-                (x + 1 < side).then(|| k + 1),
-                (z > 0).then(|| k - side),
-                (z + 1 < side).then(|| k + side),
-            ];
-            for n in near.into_iter().flatten() {
-                if c.owner[n] == 0 {
-                    c.owner[n] = c.owner[k];
-                    queue.push_back(n);
                 }
             }
         }
@@ -156,6 +144,44 @@ impl Cells {
         let (x, z) = (q.x as usize, q.y as usize);
         let ok = q.min_element() >= 0.0 && x < self.side && z < self.side;
         ok.then_some(z * self.side + x)
+    }
+
+    /// The node of the centre's part nearest to `p` among those in the cells within
+    /// [`NEAR_CELLS`] of `p`'s cell (straight-line distance; ties to the lower slot).
+    fn near(&self, b: &Builder, surface: &WalkSurface, p: Vec2) -> Option<u32> {
+        let k = self.index(p)?;
+        let (x, z) = ((k % self.side) as isize, (k / self.side) as isize);
+        let r = NEAR_CELLS as isize;
+        let mut best: Option<(f32, u32)> = None;
+        for dz in -r..=r {
+            for dx in -r..=r {
+                let (cx, cz) = (x + dx, z + dz);
+                if cx < 0 || cz < 0 || cx >= self.side as isize || cz >= self.side as isize {
+                    continue;
+                }
+                let n = self.node[cz as usize * self.side + cx as usize];
+                let Some(place) = n.checked_sub(1).and_then(|s| b.slots[s as usize].place) else {
+                    continue;
+                };
+                let d = surface.position(place).xz().distance_squared(p);
+                if best.is_none_or(|(bd, bs)| (d, n - 1) < (bd, bs)) {
+                    best = Some((d, n - 1));
+                }
+            }
+        }
+        best.map(|b| b.1)
+    }
+}
+
+impl Pull {
+    fn new(path: Vec<u32>, last: u32) -> Pull {
+        Pull {
+            path,
+            at: 0,
+            good: 0,
+            bad: None,
+            last,
+        }
     }
 }
 
@@ -186,10 +212,8 @@ impl Joiner {
             root: part.clone(),
             part,
             started: FxHashSet::default(),
-            came: FxHashMap::default(),
-            dead: FxHashSet::default(),
             failed: FxHashSet::default(),
-            search: 0,
+            follower: 0,
             source: 0,
             next: 1,
             state: State::Scan,
@@ -216,13 +240,15 @@ impl Builder {
     pub(super) fn join_task(&mut self, surface: &WalkSurface) {
         let Some(mut j) = self.joiner.take() else {
             // The first joining task: nothing else to do when nothing is cut off.
-            self.joiner = Some(Joiner::new(self, surface).map_or(Joining::Done, Joining::On));
+            self.joiner = Some(
+                Joiner::new(self, surface).map_or(Joining::Done, |j| Joining::On(Box::new(j))),
+            );
             return;
         };
         if let Joining::On(j) = &mut j {
             match j.state {
                 State::Scan => self.join_scan(j, surface),
-                State::Search { .. } => self.join_search(j, surface),
+                State::Follow(..) => self.join_follow(j, surface),
                 State::Pull(_) => self.join_pull(j, surface),
                 State::Done => {}
             }
@@ -230,130 +256,163 @@ impl Builder {
         self.joiner = Some(j);
     }
 
-    /// Finds the next part and quarter not searched out from and starts a search at its
-    /// first node.
+    fn search_left(&self) -> bool {
+        self.report.searched < u64::from(self.params.search)
+    }
+
+    /// Finds the next part and quarter not joined from, and walks straight from its first
+    /// node towards the goal: a way when it arrives, else the right hand's follower.
     fn join_scan(&mut self, j: &mut Joiner, surface: &WalkSurface) {
-        while j.next < self.slots.len() && self.report.searched < u64::from(self.params.search) {
+        while j.next < self.slots.len() && self.search_left() {
             let s = j.next;
             j.next += 1;
             let Some(place) = self.slots[s].place else {
                 continue;
             };
-            if j.part[s] == 0 || j.dead.contains(&place) || j.failed.contains(&j.part[s]) {
+            if j.part[s] == 0 || j.failed.contains(&j.part[s]) {
                 continue;
             }
-            let d = surface.position(place).xz() - self.at;
+            let p = surface.position(place).xz();
+            let d = p - self.at;
             let turn = d.y.atan2(d.x) / std::f32::consts::TAU + 0.5;
             let sector = ((turn * SECTORS) as u32).min(SECTORS as u32 - 1);
             if !j.started.insert((j.part[s], sector)) {
                 continue;
             }
-            j.search += 1;
-            j.source = s as u32;
-            j.came.clear();
-            j.came.reserve(MAX_SEARCH + 4 * SEARCH_STEP);
-            j.came.insert(place, place);
-            j.state = State::Search {
-                order: vec![place],
-                head: 0,
+            let Some(goal) = self.goal(j, surface, p) else {
+                continue;
             };
+            j.source = s as u32;
+            let w = self.walk(surface, place, surface.position(goal).xz());
+            let mut path = vec![place];
+            if w.end != place {
+                path.push(w.end);
+            }
+            if w.arrived() && w.end == goal {
+                j.state = State::Pull(Pull::new(path, j.source));
+            } else {
+                j.follower += 1;
+                let f = Follower::new(surface, path.clone(), goal, Hand::Right, MAX_FOLLOW);
+                j.state = State::Follow(Box::new(Following {
+                    f,
+                    start: path,
+                    right: None,
+                }));
+            }
             return;
         }
         j.state = State::Done;
     }
 
-    /// Visits up to [`SEARCH_STEP`] places of the current search, up to and including the
-    /// first that tries a walk.
-    fn join_search(&mut self, j: &mut Joiner, surface: &WalkSurface) {
-        let State::Search {
-            mut order,
-            mut head,
-        } = std::mem::replace(&mut j.state, State::Scan)
-        else {
+    /// Up to [`FOLLOW_STEP`] steps of the current follower, up to and including the first
+    /// that tries a walk.
+    fn join_follow(&mut self, j: &mut Joiner, surface: &WalkSurface) {
+        let State::Follow(mut g) = std::mem::replace(&mut j.state, State::Scan) else {
             return;
         };
+        let f = &mut g.f;
         let walks = self.report.walks;
         let r2 = self.params.radius * self.params.radius;
-        let stop = (head + SEARCH_STEP).min(order.len());
-        while head < stop && self.report.walks == walks {
-            let p = order[head];
-            head += 1;
-            self.report.searched += 1;
-            if let Some(target) = self.try_cell(j, surface, p) {
-                if std::env::var_os("DIAGJ").is_some() {
-                    eprintln!(
-                        "J ok {} from {:?} at {:?}",
-                        order.len(),
-                        surface.position(order[0]),
-                        surface.position(p)
-                    );
-                }
-                let mut path = vec![target, p];
-                let mut q = p;
-                while j.came[&q] != q {
-                    q = j.came[&q];
-                    path.push(q);
-                }
-                path.reverse();
-                path.dedup();
-                j.state = State::Pull(Pull {
-                    path,
-                    at: 0,
-                    good: 0,
-                    bad: None,
-                    last: j.source,
-                });
-                return;
+        let (mut done, mut took) = (None, 0);
+        for _ in 0..FOLLOW_STEP {
+            if !self.search_left() {
+                // The build's search budget is spent: this follower ends (a way the right
+                // hand found is still kept), and no other starts.
+                done = Some(false);
+                break;
             }
-            for q in axis_steps(surface, p) {
-                if q == u32::MAX {
-                    continue;
+            took += 1;
+            self.report.searched += 1;
+            let (at, design) = (self.at, &self.design);
+            let step = f.next(surface, |g| {
+                g.distance_squared(at) <= r2 && design.allows(g)
+            });
+            match step {
+                Move::Lost => done = Some(false),
+                Move::Line => {
+                    let w = self.walk(surface, f.at(), surface.position(f.goal()).xz());
+                    if f.left_wall(surface, w) {
+                        done = Some(true);
+                    }
                 }
-                let Entry::Vacant(v) = j.came.entry(q) else {
-                    continue;
-                };
-                let g = surface.position(q).xz();
-                if g.distance_squared(self.at) > r2 || !self.design.allows(g) || j.dead.contains(&q)
-                {
-                    v.insert(NOWHERE); // kept out, and not looked at again
-                    continue;
+                Move::Step(p) => {
+                    if let Some(node) = self.try_cell(j, surface, p) {
+                        f.arrive(node);
+                        done = Some(true);
+                    }
                 }
-                v.insert(p);
-                order.push(q);
+            }
+            if done.is_some() || self.report.walks != walks {
+                break;
             }
         }
-        if self.report.walks == walks {
+        if took > 0 && self.report.walks == walks {
             self.report.search_steps += 1;
         }
-        if self.report.searched >= u64::from(self.params.search) {
-            j.state = State::Done; // the build's search budget is spent
-        } else if head < order.len() && order.len() <= MAX_SEARCH {
-            j.state = State::Search { order, head };
-        } else {
-            if std::env::var_os("DIAGJ").is_some() {
-                eprintln!(
-                    "J fail {} from {:?}",
-                    order.len(),
-                    surface.position(order[0])
-                );
-            }
-            j.dead.extend(order);
-            j.failed.insert(j.part[j.source as usize]);
+        match done {
+            None => j.state = State::Follow(g),
+            Some(found) => self.follower_done(j, surface, *g, found),
         }
     }
 
-    /// The first time a search enters a cell, a walk from `p` to the cell's node; its place
-    /// when the walk arrives there.
+    /// After the right hand's follower, the left hand's from the same start (taking no more
+    /// steps than the right hand's way did); after both, the shorter way found is pulled, or
+    /// the part is given up.
+    fn follower_done(&mut self, j: &mut Joiner, surface: &WalkSurface, g: Following, found: bool) {
+        let (goal, steps) = (g.f.goal(), g.f.steps());
+        let way = found.then(|| g.f.into_path());
+        match g.right {
+            None => {
+                j.follower += 1;
+                let most = if way.is_some() { steps } else { MAX_FOLLOW };
+                let f = Follower::new(surface, g.start.clone(), goal, Hand::Left, most);
+                j.state = State::Follow(Box::new(Following {
+                    f,
+                    start: g.start,
+                    right: Some(way),
+                }));
+            }
+            Some(right) => {
+                let length = |p: &Vec<u32>| follow::length(surface, p);
+                let best = [right, way]
+                    .into_iter()
+                    .flatten()
+                    .min_by(|a, b| length(a).total_cmp(&length(b)));
+                match best {
+                    Some(path) => j.state = State::Pull(Pull::new(path, j.source)),
+                    None => {
+                        j.failed.insert(j.part[j.source as usize]);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The first time the current follower enters a cell, a walk from `p` to the nearest
+    /// node of the centre's part in the cells around; its place when the walk arrives there.
     fn try_cell(&mut self, j: &mut Joiner, surface: &WalkSurface, p: u32) -> Option<u32> {
-        let k = j.cells.index(surface.position(p).xz())?;
-        let owner = j.cells.owner[k];
-        if owner == 0 || j.cells.tried[k] == j.search {
+        let xz = surface.position(p).xz();
+        let k = j.cells.index(xz)?;
+        if j.cells.tried[k] == j.follower {
             return None;
         }
-        j.cells.tried[k] = j.search;
-        let to = self.slots[owner as usize - 1].place?;
+        j.cells.tried[k] = j.follower;
+        let to = self.slots[j.cells.near(self, surface, xz)? as usize].place?;
         let w = self.walk(surface, p, surface.position(to).xz());
         (w.arrived() && w.end == to).then_some(to)
+    }
+
+    /// Where a way from `p` heads: the nearest node of the centre's part in the cells around,
+    /// else the nearest of all.
+    fn goal(&self, j: &Joiner, surface: &WalkSurface, p: Vec2) -> Option<u32> {
+        if let Some(s) = j.cells.near(self, surface, p) {
+            return self.slots[s as usize].place;
+        }
+        let d = |q: u32| surface.position(q).xz().distance_squared(p);
+        (0..self.slots.len())
+            .filter(|&s| j.part[s] == 0)
+            .filter_map(|s| self.slots[s].place)
+            .min_by(|&a, &b| d(a).total_cmp(&d(b)).then(a.cmp(&b)))
     }
 
     /// One walk of string-pulling the way found: doubling the reach from the last corner
@@ -381,9 +440,9 @@ impl Builder {
             return;
         }
         if pull.good == pull.at {
-            // Not even one step walks straight (each step of the search was a straight walk,
-            // so this does not happen): give the part up.
-            self.give_up(j, pull.last);
+            // Not even one step walks straight (each step of a way is a straight walk, so
+            // this does not happen): give the part up.
+            j.failed.insert(j.part[j.source as usize]);
             return;
         }
         let place = pull.path[pull.good];
@@ -408,18 +467,6 @@ impl Builder {
         }
     }
 
-    /// Marks the places of the part holding slot `s` dead.
-    fn give_up(&self, j: &mut Joiner, s: u32) {
-        let r = j.find(s);
-        for t in 1..self.slots.len() {
-            if let Some(p) = self.slots[t].place {
-                if j.find(t as u32) == r {
-                    j.dead.insert(p);
-                }
-            }
-        }
-    }
-
     /// A new node on a joining way.
     fn add_passage(&mut self, place: u32) -> u32 {
         let s = self.slots.len() as u32;
@@ -435,28 +482,4 @@ impl Builder {
         self.report.passages += 1;
         s
     }
-}
-
-/// The places a straight walk steps to from `p` along +x, -x, +z and -z (`u32::MAX`: none):
-/// of the linked places in the next column, the one nearest in height, as
-/// [`WalkSurface::walk`] steps.
-fn axis_steps(surface: &WalkSurface, p: u32) -> [u32; 4] {
-    let here = surface.position(p);
-    let half = 0.5 * surface.step();
-    let mut best = [(f32::INFINITY, u32::MAX); 4];
-    for &q in surface.links(p) {
-        let d = surface.position(q) - here;
-        let dir = if d.z.abs() < half {
-            usize::from(d.x < 0.0)
-        } else if d.x.abs() < half {
-            2 + usize::from(d.z < 0.0)
-        } else {
-            continue; // a diagonal step
-        };
-        let dy = d.y.abs();
-        if (dy, q) < best[dir] {
-            best[dir] = (dy, q);
-        }
-    }
-    best.map(|b| b.1)
 }
