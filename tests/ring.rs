@@ -9,6 +9,10 @@
 //! - the A* path costs what an independent Dijkstra (the `pathfinding` crate) finds;
 //! - 64 graphs on `village` score identically on the GPU and the CPU, in one batch;
 //! - an incremental rebuild under a budget equals the one-shot build and scores;
+//! - a node that takes the ground at its spot keeps to the storey of the nodes inside it;
+//! - a room whose only doorway faces away from the centre is joined to it by a way found on
+//!   the walk surface (every connection still a straight walk, the walk to the room close to
+//!   the shortest), and the same under an incremental rebuild;
 //! - annotations, leashing, and bad input.
 
 #[path = "common/gpu.rs"]
@@ -569,7 +573,7 @@ fn an_incremental_rebuild_equals_the_one_shot_build() {
             .to_vec(),
     );
     let e = Engine::cpu();
-    let total = graph.report().walks + scores.rays;
+    let total = graph.report().work() + scores.rays;
     for budget in [97, 1000, 100_000] {
         let mut inc = Incremental::new(
             surface,
@@ -608,6 +612,212 @@ fn an_incremental_rebuild_equals_the_one_shot_build() {
     )
     .unwrap();
     assert!(inc.tick(&e, scene, surface, 0).is_err());
+}
+
+/// A room, interior x -3..3, z 6..11, walls 3 m high; its one doorway (x 1.4..2.4) is in the
+/// north wall, facing away from the centre at the origin, and neither a ring (every 2 m) nor a
+/// spoke (every 22.5 degrees) of the test's graph runs through it.
+fn room_scene() -> &'static (Scene, WalkSurface) {
+    static S: OnceLock<(Scene, WalkSurface)> = OnceLock::new();
+    S.get_or_init(|| {
+        let mut mesh = Mesh::default();
+        ground(&mut mesh, 20.0, 0.0);
+        for (lo, hi) in [
+            ((-3.3, 5.7), (3.3, 6.0)),
+            ((-3.3, 11.0), (1.4, 11.3)),
+            ((2.4, 11.0), (3.3, 11.3)),
+            ((-3.3, 5.7), (-3.0, 11.3)),
+            ((3.0, 5.7), (3.3, 11.3)),
+        ] {
+            let (lo, hi) = (Vec3::new(lo.0, 0.0, lo.1), Vec3::new(hi.0, 3.0, hi.1));
+            cuboid(&mut mesh, lo, hi, SOLID);
+        }
+        let mut scene = Scene::new(materials());
+        scene
+            .add_object(mesh, Affine3A::IDENTITY, Mobility::Static)
+            .unwrap();
+        let surface = WalkSurface::build(&Engine::cpu(), &scene, &NavParams::standard()).unwrap();
+        (scene, surface)
+    })
+}
+
+/// Metres along the graph from the centre to every node (Dijkstra on edge lengths).
+fn graph_distances(g: &RingGraph) -> Vec<f32> {
+    let (n, mut dist) = (g.len(), vec![f32::INFINITY; g.len()]);
+    let mut done = vec![false; n];
+    dist[0] = 0.0;
+    for _ in 0..n {
+        let Some(u) = (0..n)
+            .filter(|&i| !done[i] && dist[i].is_finite())
+            .min_by(|&a, &b| dist[a].total_cmp(&dist[b]))
+        else {
+            break;
+        };
+        done[u] = true;
+        for &(v, e) in g.neighbours(u as u32) {
+            let d = dist[u] + g.lengths()[e as usize];
+            dist[v as usize] = dist[v as usize].min(d);
+        }
+    }
+    dist
+}
+
+/// Metres on the walk surface from place `from` to every place (Dijkstra over its links).
+fn surface_distances(surface: &WalkSurface, from: u32) -> Vec<f32> {
+    use std::cmp::Reverse;
+    let mut dist = vec![f32::INFINITY; surface.len()];
+    dist[from as usize] = 0.0;
+    let mut heap = std::collections::BinaryHeap::from([(Reverse(0u32), from)]);
+    while let Some((Reverse(d), u)) = heap.pop() {
+        let d = f32::from_bits(d);
+        if d > dist[u as usize] {
+            continue;
+        }
+        for &v in surface.links(u) {
+            let nd = d + surface.position(u).distance(surface.position(v));
+            if nd < dist[v as usize] {
+                dist[v as usize] = nd;
+                heap.push((Reverse(nd.to_bits()), v));
+            }
+        }
+    }
+    dist
+}
+
+#[test]
+fn a_room_behind_a_doorway_is_joined_to_the_centre() {
+    let (scene, surface) = room_scene();
+    let inside = |p: Vec3| p.x.abs() < 3.0 && p.z > 6.0 && p.z < 11.0;
+    let p = params(8, 16, 16.0);
+    // Without joining, the straight walks leave the room's nodes out of the centre's reach.
+    let off = RingGraph::build(
+        surface,
+        Vec3::ZERO,
+        &RingParams { search: 0, ..p },
+        &Design::default(),
+    )
+    .unwrap();
+    let dist = graph_distances(&off);
+    let room: Vec<usize> = (0..off.len())
+        .filter(|&i| inside(off.nodes()[i].position))
+        .collect();
+    assert!(room.len() >= 3, "{} nodes in the room", room.len());
+    assert!(
+        room.iter().all(|&i| dist[i].is_infinite()),
+        "the room is reached without joining"
+    );
+    assert_eq!(off.report().joined, 0);
+
+    let g = RingGraph::build(surface, Vec3::ZERO, &p, &Design::default()).unwrap();
+    let r = g.report();
+    assert!(r.joined >= 1 && r.passages >= 1, "{r:?}");
+    assert!(g.nodes().iter().any(|n| n.kind == NodeKind::Passage));
+    assert_connections_walk_straight(&g, surface);
+    // Every node in the room is reached, and its walk along the graph is no longer, against
+    // the shortest walk on the surface, than the graph's walks to the ground outside.
+    let dist = graph_distances(&g);
+    let shortest = surface_distances(surface, g.nodes()[0].place);
+    let (mut room_worst, mut out_worst) = (0.0f32, 0.0f32);
+    for (i, n) in g.nodes().iter().enumerate().skip(1) {
+        let best = shortest[n.place as usize];
+        if inside(n.position) {
+            assert!(dist[i].is_finite(), "room node {} not reached", n.position);
+            assert!(
+                best > 12.0,
+                "the shortest way to {} is {best} m",
+                n.position
+            );
+            room_worst = room_worst.max(dist[i] / best);
+        } else if dist[i].is_finite() {
+            out_worst = out_worst.max(dist[i] / best);
+        }
+    }
+    assert!(
+        room_worst <= out_worst && room_worst < 2.0,
+        "room nodes up to {room_worst}x their shortest walk away, outside ones {out_worst}x"
+    );
+
+    // The joining tasks split under a budget exactly as the rest of the build.
+    let s = Situation::new(vec![Shooter::at(Vec3::new(0.0, 1.6, 25.0))]);
+    assert_incremental_equals_one_shot(scene, surface, &p, &s);
+}
+
+/// Every connection of `g` is a straight walk on the surface, one way or the other.
+fn assert_connections_walk_straight(g: &RingGraph, surface: &WalkSurface) {
+    let straight = |a: sightline::ring::Node, b: sightline::ring::Node| {
+        let w = surface.walk(a.place, Vec2::new(b.position.x, b.position.z));
+        w.arrived() && w.end == b.place
+    };
+    for e in g.edges() {
+        let (a, b) = (g.nodes()[e[0] as usize], g.nodes()[e[1] as usize]);
+        assert!(
+            straight(a, b) || straight(b, a),
+            "{} - {}",
+            a.position,
+            b.position
+        );
+    }
+}
+
+/// An incremental rebuild around the origin under small budgets spends all of each tick but
+/// the last and ends with the one-shot graph and scores.
+fn assert_incremental_equals_one_shot(
+    scene: &Scene,
+    surface: &WalkSurface,
+    p: &RingParams,
+    s: &Situation,
+) {
+    let e = Engine::cpu();
+    let g = RingGraph::build(surface, Vec3::ZERO, p, &Design::default()).unwrap();
+    let scores = g.score(&e, scene, s, &Score::take_cover()).unwrap();
+    let total = g.report().work() + scores.rays;
+    for budget in [1, 7, 64] {
+        let mut inc = Incremental::new(
+            surface,
+            Vec3::ZERO,
+            p,
+            &Design::default(),
+            s.clone(),
+            Score::take_cover(),
+        )
+        .unwrap();
+        let mut last = 0;
+        while !inc.tick(&e, scene, surface, budget).unwrap() {
+            assert_eq!(
+                inc.spent() - last,
+                budget,
+                "a tick that is not the last spends it all"
+            );
+            last = inc.spent();
+        }
+        assert!(inc.spent() - last <= budget);
+        assert_eq!(inc.spent(), total);
+        let (ig, is) = inc.result().unwrap();
+        assert_eq!((ig, is), (&g, &scores));
+    }
+}
+
+#[test]
+fn a_node_off_the_walks_keeps_to_the_storey_of_the_node_inside_it() {
+    // Just north of the sniper level's north-east building (x 26..36, z -18..-8, a walkable
+    // flat roof 3 m up, a door on the far side): the spokes stop at its wall, and the nodes
+    // beyond take the ground at their spots. Near the walls the roof's edge is nearer than
+    // the floor; the nodes keep to the floor, the storey of the nodes outside.
+    let scene = procedural::sniper(1, 1);
+    let surface = WalkSurface::build(&Engine::cpu(), &scene, &NavParams::standard()).unwrap();
+    let at = Vec3::new(34.6, 0.0, -19.4);
+    let g = RingGraph::build(&surface, at, &RingParams::standard(), &Design::default()).unwrap();
+    let house = |p: Vec3| p.x > 26.0 && p.x < 36.0 && p.z > -18.0 && p.z < -8.0;
+    let roof = g
+        .nodes()
+        .iter()
+        .filter(|n| house(n.position) && n.position.y > 2.0);
+    let floor = g
+        .nodes()
+        .iter()
+        .filter(|n| house(n.position) && n.position.y < 1.0);
+    assert_eq!(roof.count(), 0, "nodes on the roof");
+    assert!(floor.count() >= 20, "too few nodes on the floor");
 }
 
 #[test]
@@ -702,6 +912,10 @@ fn bad_input_is_an_error_not_a_panic() {
         },
         RingParams {
             max_rise: 0.0,
+            ..ok
+        },
+        RingParams {
+            search: sightline::ring::MAX_JOIN_SEARCH + 1,
             ..ok
         },
     ];

@@ -1,23 +1,31 @@
-//! Is the ring graph's cover choice one a soldier would agree with? On `sniper`, a level the
-//! ring graph was never tuned on, seeded random situations (a point of interest on walkable
-//! ground, four threats 15-45 m away) are answered by the default take-cover score and by an
-//! exhaustive search: every walkable place of the surface within the radius, reached by
-//! Dijkstra over the surface's links, tested for cover from every threat by its own rays.
+//! Is the ring graph's cover choice one a soldier would agree with? On two built-in levels,
+//! seeded random situations (a point of interest on walkable ground, four threats 15-45 m
+//! away) are answered by the default take-cover score and by an exhaustive search: every
+//! walkable place of the surface within the radius, reached by Dijkstra over the surface's
+//! links, tested for cover from every threat by its own rays.
 //!
 //! The choice holds when it is in cover by the oracle's rays and the walk to it (on the
 //! surface, by the oracle's Dijkstra) is at most 1.5 times the walk to the nearest covered
-//! place plus 5 m (the ring graph sees the ground at its node
-//! spacing, not at 0.25 m). The test prints how often it holds. Measured: 20 of 30. Of the
-//! ten misses, six are situations where the ring graph has no node in cover although the
-//! surface has covered places (small pockets between the nodes, which stand up to 10 m apart
-//! on the outer rings), four a covered node further than the bound. The test requires 60 %
-//! (18 of 30) so a change that makes choices worse fails.
+//! place plus 5 m (the ring graph sees the ground at its node spacing, not at 0.25 m).
+//!
+//! - `sniper` (the level the joining of cut-off parts was developed on): measured 30 of 30.
+//!   Before the joining and the storey rule, 22 of 30: all eight misses had covered nodes
+//!   the centre could not reach along the graph (the creek bed below its stairs, the far bank
+//!   past the bridge, a house behind its door, a house's floor under nodes put on its roof),
+//!   so the choice fell on a far node or on none.
+//! - `urban` (held out: measured once the method was settled, never tuned on; its own 30
+//!   situations, generated the same way): measured 26 of 30; 23 of 30 before. In each of the
+//!   four misses the graph has covered nodes on another storey than the point of interest
+//!   (three on upper floors, one 2 m above the street) that the centre cannot reach: the
+//!   build's search budget ran out before the wall followers found the stairs.
+//!
+//! Each test requires two fewer than measured, so a change that makes choices worse fails.
 
 use glam::Vec3;
 use sightline::nav::{NavParams, WalkSurface};
 use sightline::ring::{Design, RingGraph, RingParams, Score, Shooter, Situation};
 use sightline::scene::procedural;
-use sightline::{Engine, Mask, Segment};
+use sightline::{Engine, Mask, Scene, Segment};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -32,16 +40,76 @@ impl Lcg {
     }
 }
 
-#[test]
-fn the_cover_choice_holds_against_an_exhaustive_search() {
-    let scene = procedural::sniper(1, 1);
+/// How the ring graph's choices fared in `n` situations.
+#[derive(Debug, Default)]
+struct Tally {
+    asked: u32,
+    held: u32,
+    answered: u32,
+    oracle_none: u32,
+    /// (ring walk, nearest cover walk) in metres, for answered situations.
+    walks: Vec<(f32, f32)>,
+}
+
+/// Dijkstra over the surface's links from `centre`, within `radius` of `at`: the walk to
+/// every place, and the places reached in order.
+fn oracle_walks(surface: &WalkSurface, centre: u32, at: Vec3, radius: f32) -> (Vec<f32>, Vec<u32>) {
+    let mut dist = vec![f32::INFINITY; surface.len()];
+    dist[centre as usize] = 0.0;
+    let mut heap = BinaryHeap::from([(Reverse(0u32), centre)]);
+    let mut reached = Vec::new();
+    while let Some((Reverse(d), u)) = heap.pop() {
+        let d = f32::from_bits(d);
+        if d > dist[u as usize] {
+            continue;
+        }
+        reached.push(u);
+        for &v in surface.links(u) {
+            let p = surface.position(v);
+            if (p - at).length() > radius {
+                continue;
+            }
+            let nd = d + surface.position(u).distance(p);
+            if nd < dist[v as usize] {
+                dist[v as usize] = nd;
+                heap.push((Reverse(nd.to_bits()), v));
+            }
+        }
+    }
+    (dist, reached)
+}
+
+/// The walk to the nearest place in cover from every threat (infinite: none).
+fn nearest_cover(
+    e: &Engine,
+    scene: &Scene,
+    threats: &[Shooter],
+    reached: &[u32],
+    dist: &[f32],
+    surface: &WalkSurface,
+) -> f32 {
+    let segs: Vec<Segment> = reached
+        .iter()
+        .flat_map(|&p| {
+            let body = surface.position(p) + Vec3::Y;
+            threats.iter().map(move |t| Segment::new(t.eye, body))
+        })
+        .collect();
+    let blocked = e.occluded(scene, &segs, Mask::FIRE).unwrap();
+    let n = threats.len();
+    (0..reached.len())
+        .filter(|&k| (0..n).all(|t| blocked.get(n * k + t)))
+        .map(|k| dist[reached[k] as usize])
+        .fold(f32::INFINITY, f32::min)
+}
+
+fn cover_choice(scene: &Scene, situations: u32) -> Tally {
     let e = Engine::cpu();
-    let surface = WalkSurface::build(&e, &scene, &NavParams::standard()).unwrap();
+    let surface = WalkSurface::build(&e, scene, &NavParams::standard()).unwrap();
     let params = RingParams::standard();
     let mut rng = Lcg(7);
-    let (mut asked, mut held, mut answered, mut oracle_none) = (0, 0, 0, 0);
-    let mut ratios = Vec::new();
-    while asked < 30 {
+    let mut t = Tally::default();
+    while t.asked < situations {
         let start = rng.next() % surface.len() as u32;
         let at = surface.position(start);
         let threats: Vec<Shooter> = (0..4)
@@ -58,76 +126,53 @@ fn the_cover_choice_holds_against_an_exhaustive_search() {
         if graph.len() < 100 {
             continue; // a closed room or a roof: nothing to choose between
         }
-        asked += 1;
+        t.asked += 1;
         let s = Situation::new(threats.clone());
-        let scores = graph.score(&e, &scene, &s, &Score::take_cover()).unwrap();
-
-        // The oracle: Dijkstra over the surface within the radius, cover by its own rays.
+        let scores = graph.score(&e, scene, &s, &Score::take_cover()).unwrap();
         let centre = graph.nodes()[0].place;
-        let mut dist = vec![f32::INFINITY; surface.len()];
-        dist[centre as usize] = 0.0;
-        let mut heap = BinaryHeap::from([(Reverse(0u32), centre)]);
-        let mut reached = Vec::new();
-        while let Some((Reverse(d), u)) = heap.pop() {
-            let d = f32::from_bits(d);
-            if d > dist[u as usize] {
-                continue;
+        let (dist, reached) = oracle_walks(&surface, centre, at, params.radius);
+        let nearest = nearest_cover(&e, scene, &threats, &reached, &dist, &surface);
+        let Some(b) = scores.best() else {
+            // No choice: right only when the oracle finds no cover either.
+            if nearest.is_infinite() {
+                t.held += 1;
+                t.oracle_none += 1;
             }
-            reached.push(u);
-            for &v in surface.links(u) {
-                let p = surface.position(v);
-                if (p - at).length() > params.radius {
-                    continue;
-                }
-                let nd = d + surface.position(u).distance(p);
-                if nd < dist[v as usize] {
-                    dist[v as usize] = nd;
-                    heap.push((Reverse(nd.to_bits()), v));
-                }
-            }
-        }
-        let segs: Vec<Segment> = reached
-            .iter()
-            .flat_map(|&p| {
-                let body = surface.position(p) + Vec3::Y;
-                threats.iter().map(move |t| Segment::new(t.eye, body))
-            })
-            .collect();
-        let blocked = e.occluded(&scene, &segs, Mask::FIRE).unwrap();
-        let covered = |k: usize| (0..4).all(|t| blocked.get(4 * k + t));
-        let nearest = (0..reached.len())
-            .filter(|&k| covered(k))
-            .map(|k| dist[reached[k] as usize])
-            .fold(f32::INFINITY, f32::min);
-
-        match scores.best() {
-            None => {
-                // No choice: right only when the oracle finds no cover either.
-                if nearest.is_infinite() {
-                    held += 1;
-                    oracle_none += 1;
-                }
-            }
-            Some(b) => {
-                answered += 1;
-                let node = graph.nodes()[b as usize];
-                let body = node.position + Vec3::Y;
-                let segs: Vec<Segment> =
-                    threats.iter().map(|t| Segment::new(t.eye, body)).collect();
-                let in_cover = e.occluded(&scene, &segs, Mask::FIRE).unwrap().count_ones() == 4;
-                // How far the agent really walks to it (the oracle's own Dijkstra).
-                let walk = dist[node.place as usize];
-                ratios.push((walk, nearest));
-                if in_cover && walk <= 1.5 * nearest + 5.0 {
-                    held += 1;
-                }
-            }
+            continue;
+        };
+        t.answered += 1;
+        let node = graph.nodes()[b as usize];
+        let body = node.position + Vec3::Y;
+        let segs: Vec<Segment> = threats.iter().map(|t| Segment::new(t.eye, body)).collect();
+        let in_cover = e.occluded(scene, &segs, Mask::FIRE).unwrap().count_ones() == 4;
+        // How far the agent really walks to it (the oracle's own Dijkstra).
+        let walk = dist[node.place as usize];
+        t.walks.push((walk, nearest));
+        if in_cover && walk <= 1.5 * nearest + 5.0 {
+            t.held += 1;
         }
     }
+    t
+}
+
+fn report(name: &str, t: &Tally) {
     println!(
-        "ring cover choice on sniper: holds in {held} of {asked} situations ({answered} \
-         answered, {oracle_none} where neither finds cover); (ring walk, nearest cover walk) \
-         in metres: {ratios:?}"
+        "ring cover choice on {name}: holds in {} of {} situations ({} answered, {} where \
+         neither finds cover); (ring walk, nearest cover walk) in metres: {:?}",
+        t.held, t.asked, t.answered, t.oracle_none, t.walks
     );
-    assert!(held * 10 >= asked * 6, "held in {held} of {asked}");
+}
+
+#[test]
+fn the_cover_choice_holds_against_an_exhaustive_search() {
+    let t = cover_choice(&procedural::sniper(1, 1), 30);
+    report("sniper", &t);
+    assert!(t.held >= 28, "held in {} of {}", t.held, t.asked);
+}
+
+#[test]
+fn the_cover_choice_holds_on_a_level_it_was_not_tuned_on() {
+    let t = cover_choice(&procedural::urban(1, 1), 30);
+    report("urban", &t);
+    assert!(t.held >= 24, "held in {} of {}", t.held, t.asked);
 }

@@ -9,9 +9,18 @@
 //! within `snap`) unconnected. Then each *ring task* walks from a node to its next neighbour on
 //! the ring: arriving at it connects them; a neighbour with no connection yet is placed where
 //! the walk arrived, or clamped where it stopped, as a spoke would. Two nodes never share a
-//! place: the later one merges into the earlier (its connection goes to that node). Finally
-//! each annotation joins the node already on its place, or becomes a node, and walks to its
-//! six nearest nodes within reach.
+//! place: the later one merges into the earlier (its connection goes to that node). Then each
+//! annotation joins the node already on its place, or becomes a node, and walks to its six
+//! nearest nodes within reach. Finally the parts left cut off from the centre are joined to it
+//! by ways wall followers find on the surface (`join.rs`, `follow.rs`), in tasks of at most one
+//! walk each. A node that takes the ground at its spot keeps to the storey of the node inside
+//! it where that storey has ground there (a spot beside a house stays in the street, not on
+//! the eaves).
+
+mod follow;
+mod join;
+
+pub use join::{FOLLOW_STEP, MAX_FOLLOW};
 
 use super::{Design, Node, NodeKind, RingGraph, RingParams};
 use crate::nav::{Walk, WalkSurface};
@@ -39,8 +48,24 @@ pub struct BuildReport {
     /// Annotations, and those that could not be connected (dropped).
     pub annotations: u32,
     pub annotations_unconnected: u32,
-    /// Walks on the surface.
+    /// Straight walks on the surface.
     pub walks: u64,
+    /// Ways found on the walk surface that join parts cut off from the centre to it, the
+    /// nodes added on them ([`NodeKind::Passage`]), the steps wall followers took to find them
+    /// ([`RingParams::search`] bounds them), and the follower tasks that made no walk (each
+    /// takes at most [`FOLLOW_STEP`] steps).
+    pub joined: u32,
+    pub passages: u32,
+    pub searched: u64,
+    pub search_steps: u64,
+}
+
+impl BuildReport {
+    /// Work done, as a budget counts it: a walk or a search task counts one.
+    #[must_use]
+    pub fn work(&self) -> u64 {
+        self.walks + self.search_steps
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -68,6 +93,8 @@ pub(super) struct Builder {
     /// The current annotation's node and the nodes it walks to.
     annotation_node: u32,
     candidates: Vec<u32>,
+    /// Joining cut-off parts, once the ring and annotation tasks are done.
+    joiner: Option<join::Joining>,
     report: super::BuildReport,
 }
 
@@ -133,6 +160,7 @@ impl Builder {
             task: 0,
             annotation_node: 0,
             candidates: Vec::new(),
+            joiner: None,
             report: super::BuildReport {
                 generated,
                 annotations: design.annotations.len() as u32,
@@ -151,17 +179,22 @@ impl Builder {
 
     /// Whether every task has run.
     pub fn done(&self) -> bool {
-        self.task >= self.tasks()
+        self.task >= self.tasks() && self.joiner.as_ref().is_some_and(join::Joining::done)
     }
 
-    /// Runs tasks until they are done or `budget` walks are spent; returns the walks made.
+    /// Runs tasks until they are done or `budget` of work ([`BuildReport::work`]) is spent;
+    /// returns the work done.
     pub fn step(&mut self, surface: &WalkSurface, budget: u64) -> Result<u64> {
-        let before = self.report.walks;
-        while !self.done() && self.report.walks - before < budget {
-            self.run_task(surface);
-            self.task += 1;
+        let before = self.report.work();
+        while !self.done() && self.report.work() - before < budget {
+            if self.task < self.tasks() {
+                self.run_task(surface);
+                self.task += 1;
+            } else {
+                self.join_task(surface);
+            }
         }
-        Ok(self.report.walks - before)
+        Ok(self.report.work() - before)
     }
 
     fn slot(&self, ring: u32, k: u32) -> u32 {
@@ -275,9 +308,21 @@ impl Builder {
             }
         }
         let p = Vec3::new(spot.x, hint, spot.y);
-        if let Some(place) = surface.locate(p, self.params.snap, self.params.max_rise) {
+        if let Some(place) = self.ground(surface, p) {
             self.place(s, place, NodeKind::Ring, None);
         }
+    }
+
+    /// The ground for a node at `p` (its spot at the hint's height): within the snap
+    /// distance and the rise, on the hint's storey (within half the rise) where it has ground
+    /// there, so a node beside a house keeps to the street rather than the eaves above it.
+    fn ground(&self, surface: &WalkSurface, p: Vec3) -> Option<u32> {
+        let (snap, rise) = (self.params.snap, self.params.max_rise);
+        let any = surface.locate(p, snap, rise)?;
+        if (surface.position(any).y - p.y).abs() <= 0.5 * rise {
+            return Some(any);
+        }
+        surface.locate(p, snap, 0.5 * rise).or(Some(any))
     }
 
     fn around(&mut self, surface: &WalkSurface, ring: u32, k: u32) {

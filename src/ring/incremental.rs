@@ -50,8 +50,9 @@ impl Incremental {
         })
     }
 
-    /// Does at most `budget` walks and rays of work (a walk on the surface and a traced ray
-    /// count one each); returns whether the rebuild is finished.
+    /// Does at most `budget` walks and rays of work (a walk on the surface, a task of wall
+    /// following that makes no walk, and a traced ray count one each; see
+    /// [`super::BuildReport::work`]); returns whether the rebuild is finished.
     pub fn tick(
         &mut self,
         engine: &Engine,

@@ -7,8 +7,11 @@
 //!    neighbour on its own ring, by a straight walk on the [`WalkSurface`] (the nav mesh's
 //!    raycast). A walk that fails after more than [`RingParams::clamp`] of its length moves
 //!    the node it was heading for to where the walk stopped, which snaps nodes against walls:
-//!    to cover. Nodes left with no connection are dropped. Designer annotations become nodes;
-//!    leashing zones keep nodes inside them.
+//!    to cover. A node off its ring's walks takes the ground at its spot on the storey of the
+//!    node inside it. Designer annotations become nodes; leashing zones keep nodes inside
+//!    them. Parts the straight walks left cut off from the centre (a room behind a doorway, a
+//!    creek bed below its stairs) are joined by ways that wall followers find on the surface
+//!    (`build/join.rs`, `build/follow.rs`). Nodes left with no connection are dropped.
 //! 3. **Scoring** ([`Score`], `score.rs`): criteria (in cover, in a friendly or an enemy field
 //!    of fire, distance to target or to move, line of sight to the target, zones), each through
 //!    a response curve, combined with filters and fuzzy boolean operations. Every ray of every
@@ -23,7 +26,7 @@ mod incremental;
 mod path;
 mod score;
 
-pub use build::BuildReport;
+pub use build::{BuildReport, FOLLOW_STEP, MAX_FOLLOW};
 pub use incremental::Incremental;
 pub use path::{Route, ScoreCost};
 pub use score::{score_batch, Criterion, Curve, Score, Scores, Shooter, Situation};
@@ -41,6 +44,8 @@ pub const MAX_PER_RING: u32 = 1024;
 pub const MAX_RING_NODES: u32 = 1 << 16;
 /// Largest radius (metres).
 pub const MAX_RADIUS: f32 = 2000.0;
+/// Most steps the joining wall followers of one build may take ([`RingParams::search`]).
+pub const MAX_JOIN_SEARCH: u32 = 1 << 20;
 /// Most annotations, and most leashing zones, per graph.
 pub const MAX_ANNOTATIONS: usize = 4096;
 pub const MAX_ZONES: usize = 256;
@@ -65,6 +70,10 @@ pub struct RingParams {
     /// Ground is searched within this height of the point of interest (the centre) or of the
     /// node inside on the same spoke (metres). Default 3.
     pub max_rise: f32,
+    /// Most steps the wall followers that join parts cut off from the centre (a room behind
+    /// a doorway, a creek bed below its stairs) take in one build, one walk-surface place
+    /// each; 0 turns joining off. Default 2048 (512 m of wall at 0.25 m spacing).
+    pub search: u32,
 }
 
 impl Default for RingParams {
@@ -74,7 +83,8 @@ impl Default for RingParams {
 }
 
 impl RingParams {
-    /// 32 rings of 32 over 50 m, clamping past half a connection, 0.5 m snap, 3 m rise.
+    /// 32 rings of 32 over 50 m, clamping past half a connection, 0.5 m snap, 3 m rise,
+    /// joining followers of up to 2048 steps.
     #[must_use]
     pub const fn standard() -> RingParams {
         RingParams {
@@ -84,6 +94,7 @@ impl RingParams {
             clamp: 0.5,
             snap: 0.5,
             max_rise: 3.0,
+            search: 2048,
         }
     }
 
@@ -138,6 +149,13 @@ impl RingParams {
                 "max rise",
                 self.max_rise,
                 "metres in (0, 100] (default 3)",
+            ));
+        }
+        if self.search > MAX_JOIN_SEARCH {
+            return Err(Error::param(
+                "search",
+                self.search,
+                format!("steps in 0..={MAX_JOIN_SEARCH} (default 2048; 0: no joining)"),
             ));
         }
         Ok(())
@@ -195,7 +213,7 @@ impl Zone {
         let bad = |why: &str| Err(Error::InvalidInput(format!("zone {index}: {why}")));
         match self {
             Zone::Circle { centre, radius } => {
-                if !centre.is_finite() || !(*radius > 0.0 && radius.is_finite()) {
+                if !(centre.is_finite() && *radius > 0.0 && radius.is_finite()) {
                     return bad("a circle needs a finite centre and a positive radius in metres");
                 }
             }
@@ -265,6 +283,9 @@ pub enum NodeKind {
     Clamped,
     /// A designer's annotation (its index in [`Design::annotations`]).
     Annotation(u32),
+    /// On a way found on the walk surface that joins a part of the graph the straight walks
+    /// left cut off from the centre (through a doorway, up a stair).
+    Passage,
 }
 
 /// One node of a ring graph.

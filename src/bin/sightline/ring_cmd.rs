@@ -247,6 +247,7 @@ fn kind(k: NodeKind) -> Value {
         NodeKind::Centre => json!("centre"),
         NodeKind::Ring => json!("ring"),
         NodeKind::Clamped => json!("clamped"),
+        NodeKind::Passage => json!("passage"),
         NodeKind::Annotation(i) => json!({ "annotation": i }),
     }
 }
