@@ -1,7 +1,8 @@
 // Kernel `los_table`: line of sight between waypoint pairs, one "blocked" bit per pair, each
 // thread deriving its pair from its index, so only the waypoints and a few words per row are
 // uploaded (never a segment per pair). Dispatched once per scene chunk; a bit set by an earlier
-// chunk is kept (atomicOr) and its pair is not traced again. Prepended with common.wgsl.
+// chunk is kept (atomicOr) and its pair is not traced again. Prepended with common.wgsl and a
+// walk of the scene (bvh_walk.wgsl or ray_query.wgsl).
 // CPU twin: the CPU path of `tables::los::trace_rows` (one `Segment::new(a + lift, b + lift)`
 // per pair through `trace::cpu::occluded`); the Rust side is `src/tables/los_gpu.rs`.
 //
@@ -95,7 +96,7 @@ fn los_table(
     let start = a + lift;
     let end = b + lift;
     let ray = ray_prep(start, end - start);
-    if walk_any(ray, 1.0, params.mask) {
+    if trace_any(ray, 1.0, params.mask) {
         atomicOr(&blocked[word], bit);
     }
 }

@@ -1,7 +1,7 @@
 // Kernel `occluded`: one bit per segment, set when a blocking triangle lies strictly between
 // its ends. Dispatched once per scene chunk; a bit set by an earlier chunk is kept (atomicOr).
-// The walk is `walk_any`, `walk` with `any` set on a leaner stack.
-// CPU twin: `trace::cpu::occluded`. Prepended with common.wgsl.
+// CPU twin: `trace::cpu::occluded`. Prepended with common.wgsl and a walk of the scene
+// (bvh_walk.wgsl or ray_query.wgsl).
 
 @group(0) @binding(3) var<storage, read> segments: array<Segment>;
 @group(0) @binding(4) var<storage, read_write> bits: array<atomic<u32>>;
@@ -19,7 +19,7 @@ fn occluded(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let s = segments[i];
     let r = ray_prep(s.start, s.end - s.start);
-    if walk_any(r, 1.0, params.mask) {
+    if trace_any(r, 1.0, params.mask) {
         atomicOr(&bits[word], bit);
     }
 }

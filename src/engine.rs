@@ -1,6 +1,6 @@
 //! `Engine`: one entry point over both backends.
 
-use crate::gpu::{GpuTracer, TracePass};
+use crate::gpu::{GpuTracer, RayQuery, TracePass};
 use crate::scene::{Mask, Scene};
 use crate::trace::cpu::Fusion;
 use crate::trace::{self, cpu, Hit, HitRecord, Occlusion, Ray, Segment};
@@ -22,6 +22,9 @@ pub struct EngineOptions {
     /// Caps the bytes of one storage binding below the device's limit. Scenes and batches larger
     /// than this are split (tests use it to force splitting on small inputs).
     pub max_binding_bytes: Option<u64>,
+    /// Whether the kernels walk the scene with hardware ray queries (acceleration structures)
+    /// or with the compute BVH walk; by default ray queries wherever the device offers them.
+    pub ray_query: RayQuery,
 }
 
 /// Batched visibility queries over a [`Scene`], on the GPU or the CPU.
@@ -94,12 +97,14 @@ impl Engine {
         options: EngineOptions,
     ) -> Result<Engine> {
         let lost = Arc::new(Mutex::new(None));
+        let ray_query = options.ray_query.choose(device.features())?;
         Ok(Engine {
             fusion: Fusion::None,
             gpu: Some(GpuTracer::new(
                 device,
                 queue,
                 options.max_binding_bytes,
+                ray_query,
                 lost,
             )?),
             adapter: None,
@@ -163,15 +168,42 @@ impl Engine {
         Self::on_adapter(&instance_and_adapter()?, options)
     }
 
+    /// The device the engine asks `adapter` for: [`Engine::required_features`] and
+    /// [`Engine::required_limits`], plus, for the ray-query path, `EXPERIMENTAL_RAY_QUERY` with
+    /// the adapter's own acceleration-structure limits (lavapipe offers less than wgpu's
+    /// stated minimums, which it would refuse).
+    fn device_descriptor(
+        adapter: &wgpu::Adapter,
+        ray_query: bool,
+    ) -> wgpu::DeviceDescriptor<'static> {
+        let limits = Self::required_limits(&adapter.limits());
+        if !ray_query {
+            return wgpu::DeviceDescriptor {
+                label: Some("sightline"),
+                required_features: Self::required_features(),
+                required_limits: limits,
+                ..Default::default()
+            };
+        }
+        wgpu::DeviceDescriptor {
+            label: Some("sightline"),
+            required_features: Self::required_features() | wgpu::Features::EXPERIMENTAL_RAY_QUERY,
+            required_limits: limits.using_acceleration_structure_values(adapter.limits()),
+            // SAFETY: wgpu marks ray queries experimental (their validation is incomplete);
+            // the engine builds its acceleration structures from validated, finite triangles
+            // and binds them only to its own kernels.
+            experimental_features: unsafe { wgpu::ExperimentalFeatures::enabled() },
+            ..Default::default()
+        }
+    }
+
     /// A GPU engine on its own device of `adapter`.
     fn on_adapter(adapter: &wgpu::Adapter, options: EngineOptions) -> Result<Engine> {
         let info = adapter.get_info();
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("sightline"),
-            required_features: Self::required_features(),
-            required_limits: Self::required_limits(&adapter.limits()),
-            ..Default::default()
-        }))
+        let ray_query = options.ray_query.choose(adapter.features())?;
+        let (device, queue) = pollster::block_on(
+            adapter.request_device(&Self::device_descriptor(adapter, ray_query)),
+        )
         .map_err(|e| Error::RequestDevice(e.to_string()))?;
         let lost = Arc::new(Mutex::new(None));
         let flag = lost.clone();
@@ -180,8 +212,13 @@ impl Engine {
         });
         // We own this device: report stray errors in the log instead of wgpu's default panic.
         device.on_uncaptured_error(Arc::new(|e| log::error!("wgpu: {e}")));
-        let gpu = GpuTracer::new(&device, &queue, options.max_binding_bytes, lost)?;
-        log::info!("GPU backend on {} ({:?})", info.name, info.backend);
+        let gpu = GpuTracer::new(&device, &queue, options.max_binding_bytes, ray_query, lost)?;
+        log::info!(
+            "GPU backend on {} ({:?}), {}",
+            info.name,
+            info.backend,
+            if ray_query { "ray queries" } else { "compute kernels" }
+        );
         Ok(Engine {
             fusion: Fusion::None,
             gpu: Some(gpu),
@@ -200,6 +237,13 @@ impl Engine {
         } else {
             Backend::Cpu
         }
+    }
+
+    /// Whether the GPU backend walks the scene with hardware ray queries (false on the CPU
+    /// backend and on the compute kernels).
+    #[must_use]
+    pub fn uses_ray_query(&self) -> bool {
+        self.gpu.as_ref().is_some_and(GpuTracer::uses_ray_query)
     }
 
     /// Adapter name for headless engines (for logs and benchmark reports).

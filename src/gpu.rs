@@ -20,6 +20,10 @@ use crate::{Error, Result};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
+mod ray_query;
+pub use ray_query::RayQuery;
+use ray_query::ChunkAccel;
+
 const WORKGROUP: u32 = 64;
 
 /// Bytes of one query (`Segment` or `Ray`) and of one closest-hit record.
@@ -44,20 +48,36 @@ pub struct Params {
 const _: () = assert!(size_of::<Params>() == 16);
 const _: () = assert!(std::mem::offset_of!(Params, stamp) == 12);
 
-/// WGSL source of a kernel: `common.wgsl` followed by the kernel's file.
+/// WGSL source of a kernel on the compute walk: `common.wgsl`, `bvh_walk.wgsl`, then the
+/// kernel's file.
 pub fn kernel_source(kernel: &str) -> String {
+    kernel_source_for(kernel, false)
+}
+
+/// WGSL source of a kernel on the compute walk or, with `ray_query`, on the hardware walk
+/// (`enable wgpu_ray_query;`, `common.wgsl`, `ray_query.wgsl`, the kernel's file).
+pub fn kernel_source_for(kernel: &str, ray_query: bool) -> String {
     let body = match kernel {
         "occluded" => include_str!("../shaders/occluded.wgsl"),
         "closest_hit" => include_str!("../shaders/closest_hit.wgsl"),
         "los_table" => include_str!("../shaders/los_table.wgsl"),
         _ => panic!("unknown kernel {kernel}"),
     };
-    format!("{}\n{}", include_str!("../shaders/common.wgsl"), body)
+    let common = include_str!("../shaders/common.wgsl");
+    if ray_query {
+        let walk = include_str!("../shaders/ray_query.wgsl");
+        format!("enable wgpu_ray_query;\n{common}\n{walk}\n{body}")
+    } else {
+        let walk = include_str!("../shaders/bvh_walk.wgsl");
+        format!("{common}\n{walk}\n{body}")
+    }
 }
 
 struct Chunk {
     nodes: wgpu::Buffer,
     triangles: wgpu::Buffer,
+    /// The chunk's acceleration structures, on the ray-query path.
+    accel: Option<ChunkAccel>,
 }
 
 /// One tier's uploaded chunks. `id` is unique per upload for the tracer's lifetime, so a slot's
@@ -167,6 +187,10 @@ pub struct GpuTracer {
     device: wgpu::Device,
     queue: wgpu::Queue,
     layout: wgpu::BindGroupLayout,
+    /// Whether the kernels walk the scene with ray queries (else the compute BVH walk).
+    ray_query: bool,
+    /// Tiers uploaded whose acceleration structures are not built yet (ray-query path).
+    pending_builds: Mutex<Vec<Arc<TierChunks>>>,
     occluded: wgpu::ComputePipeline,
     closest_hit: wgpu::ComputePipeline,
     max_binding: u64,
@@ -255,10 +279,11 @@ impl GpuTracer {
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         max_binding_override: Option<u64>,
+        ray_query: bool,
         lost: Arc<Mutex<Option<String>>>,
     ) -> Result<GpuTracer> {
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let layout = trace_bind_group_layout(device);
+        let layout = trace_bind_group_layout(device, ray_query);
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("sightline trace"),
             bind_group_layouts: &[Some(&layout)],
@@ -267,7 +292,7 @@ impl GpuTracer {
         let pipeline = |name: &str| {
             let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
                 label: Some(name),
-                source: wgpu::ShaderSource::Wgsl(kernel_source(name).into()),
+                source: wgpu::ShaderSource::Wgsl(kernel_source_for(name, ray_query).into()),
             });
             device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(name),
@@ -281,8 +306,9 @@ impl GpuTracer {
         let occluded = pipeline("occluded");
         let closest_hit = pipeline("closest_hit");
         if let Some(e) = pollster::block_on(scope.pop()) {
+            let walk = if ray_query { " (ray queries)" } else { "" };
             return Err(Error::Gpu(format!(
-                "building the tracing kernels failed: {e}"
+                "building the tracing kernels{walk} failed: {e}"
             )));
         }
         let limits = device.limits();
@@ -301,6 +327,8 @@ impl GpuTracer {
             device: device.clone(),
             queue: queue.clone(),
             layout,
+            ray_query,
+            pending_builds: Mutex::new(Vec::new()),
             occluded,
             closest_hit,
             max_binding,
@@ -316,6 +344,13 @@ impl GpuTracer {
             pools: Mutex::new(Vec::new()),
             tally: Tally::default(),
         })
+    }
+
+    /// Whether the tracing kernels walk the scene with hardware ray queries (acceleration
+    /// structures) rather than the compute BVH walk.
+    #[must_use]
+    pub fn uses_ray_query(&self) -> bool {
+        self.ray_query
     }
 
     /// Largest number of queries one dispatch takes; bigger batches are split.
@@ -480,19 +515,29 @@ impl GpuTracer {
         input: &wgpu::Buffer,
         output: &wgpu::Buffer,
     ) -> wgpu::BindGroup {
+        let mut entries = vec![
+            entry(1, &c.triangles),
+            wgpu::BindGroupEntry {
+                binding: 2,
+                resource: params,
+            },
+            entry(3, input),
+            entry(4, output),
+        ];
+        match &c.accel {
+            Some(accel) => entries.extend([
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: accel.tlas.as_binding(),
+                },
+                entry(5, &accel.tri_index),
+            ]),
+            None => entries.push(entry(0, &c.nodes)),
+        }
         self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("trace"),
             layout: &self.layout,
-            entries: &[
-                entry(0, &c.nodes),
-                entry(1, &c.triangles),
-                wgpu::BindGroupEntry {
-                    binding: 2,
-                    resource: params,
-                },
-                entry(3, input),
-                entry(4, output),
-            ],
+            entries: &entries,
         })
     }
 
@@ -517,6 +562,9 @@ impl GpuTracer {
                     id: self.next_upload.fetch_add(1, Ordering::Relaxed),
                     chunks: self.upload_tier(tiers[t]),
                 });
+                if self.ray_query {
+                    self.pending_builds.lock().unwrap().push(chunks.clone());
+                }
                 cache.tiers[t] = Some((revisions[t], chunks));
                 replaced = true;
             }
@@ -578,6 +626,9 @@ impl GpuTracer {
                 storage,
                 bytemuck::cast_slice(&tier.triangles),
             ),
+            accel: self
+                .ray_query
+                .then(|| self.chunk_accel(&tier.triangles)),
         }
     }
 
@@ -1033,35 +1084,54 @@ pub(crate) fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLay
 }
 
 /// The tracing kernels' bind-group layout: scene nodes (0) and triangles (1), `Params` (2),
-/// queries (3, read-only) and output (4).
-fn trace_bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout {
+/// queries (3, read-only) and output (4); with `ray_query`, the chunk's acceleration structure
+/// at 0 and its candidate-to-triangle map at 5.
+fn trace_bind_group_layout(device: &wgpu::Device, ray_query: bool) -> wgpu::BindGroupLayout {
+    let scene = if ray_query {
+        wgpu::BindGroupLayoutEntry {
+            binding: 0,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::AccelerationStructure {
+                vertex_return: false,
+            },
+            count: None,
+        }
+    } else {
+        storage_entry(0, true)
+    };
+    let map = ray_query.then(|| storage_entry(5, true));
+    let entries: Vec<wgpu::BindGroupLayoutEntry> = [
+        Some(scene),
+        Some(storage_entry(1, true)),
+        Some(wgpu::BindGroupLayoutEntry {
+            binding: 2,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Uniform,
+                has_dynamic_offset: false,
+                min_binding_size: wgpu::BufferSize::new(size_of::<Params>() as u64),
+            },
+            count: None,
+        }),
+        Some(storage_entry(3, true)),
+        Some(storage_entry(4, false)),
+        map,
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
         label: Some("sightline trace"),
-        entries: &[
-            storage_entry(0, true),
-            storage_entry(1, true),
-            wgpu::BindGroupLayoutEntry {
-                binding: 2,
-                visibility: wgpu::ShaderStages::COMPUTE,
-                ty: wgpu::BindingType::Buffer {
-                    ty: wgpu::BufferBindingType::Uniform,
-                    has_dynamic_offset: false,
-                    min_binding_size: wgpu::BufferSize::new(size_of::<Params>() as u64),
-                },
-                count: None,
-            },
-            storage_entry(3, true),
-            storage_entry(4, false),
-        ],
+        entries: &entries,
     })
 }
 
-/// Encodes work into a new encoder, submits it and reports validation errors and GPU memory
 /// Work encoded after the trace passes of one submission ([`GpuTracer::run_all_with`]): its
 /// counter operation and what it records.
 pub(crate) type MoreWork<'a> = (&'static str, &'a dyn Fn(&mut wgpu::CommandEncoder));
 
-/// exhaustion as errors (`what` names the work, `oom_fix` says what to lower).
+/// Encodes work into a new encoder (after any pending acceleration-structure builds), submits
+/// it and reports validation errors and GPU memory exhaustion as errors (`what` names the work, `oom_fix` says what to lower).
 pub(crate) fn submit_checked(
     tracer: &GpuTracer,
     op: &'static str,
@@ -1073,6 +1143,7 @@ pub(crate) fn submit_checked(
     let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
     let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let mut encoder = device.create_command_encoder(&Default::default());
+    tracer.encode_builds(&mut encoder);
     encode(&mut encoder);
     tracer.submit(op, encoder.finish());
     if let Some(e) = pollster::block_on(validation.pop()) {
@@ -1219,6 +1290,9 @@ impl TracePass {
     /// Records the dispatches (one per slice and scene chunk) and the copies to readback
     /// buffers into `encoder`. A pass without GPU work records nothing.
     pub fn encode(&self, tracer: &GpuTracer, encoder: &mut wgpu::CommandEncoder) {
+        if !self.slices.is_empty() {
+            tracer.encode_builds(encoder);
+        }
         for s in &self.slices {
             if s.from_upload {
                 let params = tracer.params_len();

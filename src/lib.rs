@@ -39,8 +39,11 @@ pub use error::{Error, Result};
 /// The WGSL sources and the uniform block they read, for the shader validation and layout
 /// tests; not part of the API.
 #[doc(hidden)]
-pub use gpu::{kernel_source as gpu_kernel_source, Params as GpuParams};
-pub use gpu::{GpuTracer, TracePass, WorkspaceStats};
+pub use gpu::{
+    kernel_source as gpu_kernel_source, kernel_source_for as gpu_kernel_source_for,
+    Params as GpuParams,
+};
+pub use gpu::{GpuTracer, RayQuery, TracePass, WorkspaceStats};
 pub use scene::{Mask, Material, MaterialFlags, Mesh, Mobility, ObjectId, Scene};
 pub use trace::cpu::Fusion;
 pub use trace::{Hit, Occlusion, Ray, Segment};

@@ -90,6 +90,7 @@ fn a_repeated_closest_hit_call_creates_nothing_and_waits_once() {
 fn a_split_call_still_submits_once_and_waits_once() {
     let options = EngineOptions {
         max_binding_bytes: Some(64 << 10),
+        ..Default::default()
     };
     let Some(e) = gpu::gpu_engine_with(options) else {
         return;

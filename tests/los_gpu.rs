@@ -215,6 +215,7 @@ fn scenes_cut_into_chunks_give_the_cpu_bits() {
     let Some(_) = gpu::gpu_engine() else { return };
     let small = gpu::gpu_engine_with(EngineOptions {
         max_binding_bytes: Some(64 << 10),
+        ..Default::default()
     })
     .unwrap();
     let p = LosParams::standard();

@@ -516,6 +516,7 @@ fn huge_batches_and_small_bindings_split_without_changing_answers() {
     let village = procedural::village(2, 1);
     let small = gpu::gpu_engine_with(EngineOptions {
         max_binding_bytes: Some(64 << 10),
+        ..Default::default()
     })
     .unwrap();
     let segs = random_segments(&village, 100_000, 10);
@@ -524,13 +525,30 @@ fn huge_batches_and_small_bindings_split_without_changing_answers() {
         small.occluded(&village, &segs, Mask::SIGHT).unwrap(),
         gpu.occluded(&village, &segs, Mask::SIGHT).unwrap()
     );
-    assert_eq!(
-        small
-            .closest_hit_records(&village, &rays, Mask::FIRE)
-            .unwrap(),
-        gpu.closest_hit_records(&village, &rays, Mask::FIRE)
-            .unwrap()
-    );
+    let split = small
+        .closest_hit_records(&village, &rays, Mask::FIRE)
+        .unwrap();
+    let whole = gpu.closest_hit_records(&village, &rays, Mask::FIRE).unwrap();
+    if !gpu.uses_ray_query() {
+        assert_eq!(split, whole);
+        return;
+    }
+    // The hardware walk commits a hit at the hardware's own distance, which may cut off a
+    // coincident face at the same depth: chunks can then pick the other of the two faces.
+    let mut coincident = 0;
+    for (r, (x, y)) in rays.iter().zip(split.iter().zip(&whole)) {
+        if x == y {
+            continue;
+        }
+        coincident += 1;
+        assert!(
+            !cpu::is_miss(x)
+                && !cpu::is_miss(y)
+                && contract::same_depth(r.origin(), r.dir(), x.t, y.t, x.normal.into()),
+            "ray {r:?}: {x:?} split, {y:?} whole"
+        );
+    }
+    assert!(coincident <= 100, "{coincident} of 100,000 hits moved");
 }
 
 #[test]
@@ -768,6 +786,7 @@ fn reused_gpu_buffers_never_leak_answers_between_calls() {
     // 64 KiB bindings: at most 2,048 queries per slice, so 5,000 take three slots at once.
     let small = gpu::gpu_engine_with(EngineOptions {
         max_binding_bytes: Some(64 << 10),
+        ..Default::default()
     })
     .unwrap();
     assert_eq!(small.gpu().unwrap().max_queries_per_dispatch(), 2048);
