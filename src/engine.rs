@@ -125,6 +125,12 @@ impl Engine {
     /// made to silence it (the `sightline` command does).
     #[must_use]
     pub fn headless() -> Engine {
+        Self::headless_with(EngineOptions::default())
+    }
+
+    /// [`Engine::headless`] with `options` for the GPU engine it makes (when it makes one).
+    #[must_use]
+    pub fn headless_with(options: EngineOptions) -> Engine {
         let adapter = instance_and_adapter();
         let software = match &adapter {
             Ok(a) if a.get_info().device_type == wgpu::DeviceType::Cpu => Some(a.get_info()),
@@ -142,7 +148,7 @@ impl Engine {
                 ..Self::cpu()
             };
         }
-        match adapter.and_then(|a| Self::on_adapter(&a, EngineOptions::default())) {
+        match adapter.and_then(|a| Self::on_adapter(&a, options)) {
             Ok(e) => e,
             Err(e) => {
                 let reason = format!("{e}; falling back to the CPU backend");

@@ -74,10 +74,14 @@ pub fn kernel_source_for(kernel: &str, ray_query: bool) -> String {
 }
 
 struct Chunk {
-    nodes: wgpu::Buffer,
+    /// What binding 0 walks: the BVH nodes, or the acceleration structures (ray-query path).
+    walk: Walk,
     triangles: wgpu::Buffer,
-    /// The chunk's acceleration structures, on the ray-query path.
-    accel: Option<ChunkAccel>,
+}
+
+enum Walk {
+    Nodes(wgpu::Buffer),
+    Accel(ChunkAccel),
 }
 
 /// One tier's uploaded chunks. `id` is unique per upload for the tracer's lifetime, so a slot's
@@ -524,15 +528,15 @@ impl GpuTracer {
             entry(3, input),
             entry(4, output),
         ];
-        match &c.accel {
-            Some(accel) => entries.extend([
+        match &c.walk {
+            Walk::Accel(accel) => entries.extend([
                 wgpu::BindGroupEntry {
                     binding: 0,
                     resource: accel.tlas.as_binding(),
                 },
                 entry(5, &accel.tri_index),
             ]),
-            None => entries.push(entry(0, &c.nodes)),
+            Walk::Nodes(nodes) => entries.push(entry(0, nodes)),
         }
         self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("trace"),
@@ -593,7 +597,7 @@ impl GpuTracer {
                 && (t.triangles.len() * size_of::<GpuTriangle>()) as u64 <= self.max_binding
         };
         if fits(tier) {
-            return vec![self.chunk(tier)];
+            return vec![self.chunk(&tier.nodes, &tier.triangles)];
         }
         // Node count is below 2n, so n triangles need at most 64n bytes of nodes.
         let per = (self.max_binding / 64).max(1) as usize;
@@ -605,30 +609,31 @@ impl GpuTracer {
         );
         tier.triangles
             .chunks(per)
-            .map(|tris| self.chunk(&Bvh::build(tris).into_tier(tris.to_vec())))
+            .map(|tris| {
+                if self.ray_query {
+                    // The acceleration structures need no BVH of their own.
+                    return self.chunk(&[], tris);
+                }
+                let tier = Bvh::build(tris).into_tier(tris.to_vec());
+                self.chunk(&tier.nodes, &tier.triangles)
+            })
             .collect()
     }
 
-    fn chunk(&self, tier: &Tier) -> Chunk {
+    /// Uploads one chunk: its triangles, and its BVH nodes or (ray-query path) its
+    /// acceleration structures.
+    fn chunk(&self, nodes: &[BvhNode], triangles: &[GpuTriangle]) -> Chunk {
         let storage = wgpu::BufferUsages::STORAGE;
+        let walk = if self.ray_query {
+            Walk::Accel(self.chunk_accel(triangles))
+        } else {
+            let nodes = bytemuck::cast_slice(nodes);
+            Walk::Nodes(buffer_with(self, "scene", "bvh nodes", storage, nodes))
+        };
+        let triangles = bytemuck::cast_slice(triangles);
         Chunk {
-            nodes: buffer_with(
-                self,
-                "scene",
-                "bvh nodes",
-                storage,
-                bytemuck::cast_slice(&tier.nodes),
-            ),
-            triangles: buffer_with(
-                self,
-                "scene",
-                "bvh triangles",
-                storage,
-                bytemuck::cast_slice(&tier.triangles),
-            ),
-            accel: self
-                .ray_query
-                .then(|| self.chunk_accel(&tier.triangles)),
+            walk,
+            triangles: buffer_with(self, "scene", "bvh triangles", storage, triangles),
         }
     }
 

@@ -23,6 +23,51 @@ const SELF_CONTAINED: [&str; 4] = [
     "intervis_reduce",
 ];
 
+/// The two walks of the scene, compiled between common.wgsl and a kernel.
+const WALKS: [&str; 2] = ["bvh_walk", "ray_query"];
+
+/// The tracing kernels, each compiled on both walks.
+const KERNELS: [&str; 3] = ["occluded", "closest_hit", "los_table"];
+
+/// Every tracing kernel validates on the compute walk and, with naga's ray-query capability,
+/// on the hardware walk; each walk's source holds its file, and the hardware walk binds an
+/// acceleration structure where the compute walk binds the BVH nodes.
+#[test]
+fn every_kernel_compiles_on_both_walks() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/shaders");
+    for kernel in KERNELS {
+        for (walk, ray_query) in [("bvh_walk", false), ("ray_query", true)] {
+            let source = sightline::gpu_kernel_source_for(kernel, ray_query);
+            let file = std::fs::read_to_string(format!("{dir}/{walk}.wgsl")).unwrap();
+            assert!(source.contains(file.trim_end()), "{kernel}: {walk}.wgsl missing");
+            let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| {
+                panic!("{kernel} on {walk} does not parse:\n{}", e.emit_to_string(&source))
+            });
+            let caps = if ray_query {
+                Capabilities::RAY_QUERY
+            } else {
+                Capabilities::empty()
+            };
+            Validator::new(ValidationFlags::all(), caps)
+                .validate(&module)
+                .unwrap_or_else(|e| {
+                    panic!("{kernel} on {walk} does not validate:\n{}", e.emit_to_string(&source))
+                });
+            let binds_accel = module.global_variables.iter().any(|(_, v)| {
+                matches!(
+                    module.types[v.ty].inner,
+                    naga::TypeInner::AccelerationStructure { .. }
+                )
+            });
+            assert_eq!(binds_accel, ray_query, "{kernel} on {walk}");
+        }
+        assert_eq!(
+            sightline::gpu_kernel_source(kernel),
+            sightline::gpu_kernel_source_for(kernel, false)
+        );
+    }
+}
+
 #[test]
 fn every_shader_parses_and_validates() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/shaders");
@@ -38,6 +83,10 @@ fn every_shader_parses_and_validates() {
         // self-contained shaders are compiled as they are.
         let full = if name == "common" || SELF_CONTAINED.contains(&name.as_str()) {
             source
+        } else if WALKS.contains(&name.as_str()) {
+            // A walk is compiled inside each kernel; see `every_kernel_compiles_on_both_walks`.
+            seen += 1;
+            continue;
         } else {
             let full = sightline::gpu_kernel_source(&name);
             assert!(

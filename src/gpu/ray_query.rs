@@ -208,7 +208,11 @@ impl GpuTracer {
         }
         let accels: Vec<&ChunkAccel> = pending
             .iter()
-            .flat_map(|t| t.chunks.iter().filter_map(|c| c.accel.as_ref()))
+            .flat_map(|t| t.chunks.iter())
+            .filter_map(|c| match &c.walk {
+                super::Walk::Accel(a) => Some(a),
+                super::Walk::Nodes(_) => None,
+            })
             .collect();
         let vertices: Vec<Option<wgpu::Buffer>> = accels
             .iter()

@@ -16,7 +16,7 @@
 
 use super::bits::{for_each_set_bit, or_bits};
 use super::los::{LosParams, LosTable};
-use crate::gpu::{kernel_source, map_read_ranges, submit_checked, GpuTracer, Params};
+use crate::gpu::{kernel_source_for, map_read_ranges, submit_checked, GpuTracer, Params};
 use crate::{Error, Result, Scene};
 use glam::Vec3;
 
@@ -49,13 +49,14 @@ const HEAD: u64 = 32;
 const _: () = assert!(size_of::<LosCall>() == HEAD as usize);
 const _: () = assert!(std::mem::offset_of!(LosCall, range2) == 28);
 
-/// The `los_table` pipeline, built once per device over the tracer's bind-group layout.
+/// The `los_table` pipeline, built once per tracer over its bind-group layout and on its walk
+/// (the compute BVH walk or ray queries).
 struct Kit {
     pipeline: std::result::Result<wgpu::ComputePipeline, String>,
 }
 
 impl Kit {
-    fn new(device: &wgpu::Device, layout: &wgpu::BindGroupLayout) -> Kit {
+    fn new(device: &wgpu::Device, layout: &wgpu::BindGroupLayout, ray_query: bool) -> Kit {
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some(OP),
@@ -64,7 +65,7 @@ impl Kit {
         });
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some(OP),
-            source: wgpu::ShaderSource::Wgsl(kernel_source(OP).into()),
+            source: wgpu::ShaderSource::Wgsl(kernel_source_for(OP, ray_query).into()),
         });
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(OP),
@@ -296,7 +297,9 @@ pub(crate) fn trace_rows(
         return Ok(false);
     };
     tracer.check_lost()?;
-    let kit = tracer.cached(|device| Kit::new(device, tracer.trace_layout()));
+    let kit = tracer.cached(|device| {
+        Kit::new(device, tracer.trace_layout(), tracer.uses_ray_query())
+    });
     let pipeline = kit.pipeline.as_ref().map_err(|e| Error::Gpu(e.clone()))?;
     let oom = tracer
         .device()

@@ -5,7 +5,7 @@ use crate::{nav_cmd, stats, AnyResult};
 use clap::ValueEnum;
 use glam::Vec3;
 use sightline::scene::{self, procedural, LoadOptions, UpAxis, Winding};
-use sightline::{Engine, Fusion, Mask, Scene};
+use sightline::{Engine, EngineOptions, Fusion, Mask, RayQuery, Scene};
 use std::path::{Path, PathBuf};
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -41,6 +41,28 @@ pub struct SceneArgs {
     /// may (the first or the last product of each sum), to see what a real GPU may change.
     #[arg(long, value_enum)]
     pub fused: Option<FusedArg>,
+    /// How the GPU backend walks the scene: auto (hardware ray queries where the adapter offers
+    /// them, else the compute kernels), on (ray queries or an error) or off (compute kernels).
+    /// SIGHTLINE_RAY_QUERY sets what auto means.
+    #[arg(long, value_enum, default_value_t = RayQueryArg::Auto)]
+    pub ray_query: RayQueryArg,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RayQueryArg {
+    Auto,
+    On,
+    Off,
+}
+
+impl From<RayQueryArg> for RayQuery {
+    fn from(a: RayQueryArg) -> RayQuery {
+        match a {
+            RayQueryArg::Auto => RayQuery::Auto,
+            RayQueryArg::On => RayQuery::On,
+            RayQueryArg::Off => RayQuery::Off,
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -223,20 +245,40 @@ fn load_or_generate(a: &SceneArgs) -> AnyResult<Scene> {
     Ok(scene)
 }
 
-pub fn engine(b: BackendArg, fused: Option<FusedArg>) -> AnyResult<&'static Engine> {
-    let e = match (b, fused) {
+/// The engine the backend arguments choose; one line on stderr says which backend runs, on
+/// which adapter and how it walks the scene (or why the CPU backend was chosen).
+pub fn engine(a: &SceneArgs) -> AnyResult<&'static Engine> {
+    let options = EngineOptions {
+        ray_query: a.ray_query.into(),
+        ..Default::default()
+    };
+    let e = match (a.backend, a.fused) {
         (BackendArg::Auto | BackendArg::Gpu, Some(_)) => {
             return Err("--fused applies to the CPU backend: add --backend cpu".into())
         }
-        (BackendArg::Auto, None) => Engine::headless(),
-        (BackendArg::Gpu, None) => Engine::headless_gpu(Default::default())?,
+        (BackendArg::Cpu, _) if a.ray_query == RayQueryArg::On => {
+            return Err("--ray-query on applies to the GPU backend: drop --backend cpu".into())
+        }
+        (BackendArg::Auto, None) => Engine::headless_with(options),
+        (BackendArg::Gpu, None) => Engine::headless_gpu(options)?,
         (BackendArg::Cpu, None) => Engine::cpu(),
         (BackendArg::Cpu, Some(FusedArg::First)) => Engine::cpu_fused(Fusion::First),
         (BackendArg::Cpu, Some(FusedArg::Last)) => Engine::cpu_fused(Fusion::Last),
     };
-    // One line: the backend, and the adapter or why there is none.
+    if a.ray_query == RayQueryArg::On && !e.uses_ray_query() {
+        return Err(format!(
+            "--ray-query on needs the GPU backend, and auto chose the CPU ({}): add --backend gpu",
+            e.backend_reason().unwrap_or("no adapter")
+        )
+        .into());
+    }
+    let walk = match e.backend() {
+        sightline::Backend::Gpu if e.uses_ray_query() => ", ray queries",
+        sightline::Backend::Gpu => ", compute kernels",
+        sightline::Backend::Cpu => "",
+    };
     eprintln!(
-        "backend: {:?}{}",
+        "backend: {:?}{}{walk}",
         e.backend(),
         match (e.adapter_name(), e.backend_reason()) {
             (Some(n), _) => format!(" on {n}"),
@@ -251,6 +293,6 @@ pub fn engine(b: BackendArg, fused: Option<FusedArg>) -> AnyResult<&'static Engi
 /// arguments choose; both report on stderr in that order.
 pub fn open(a: &SceneArgs) -> AnyResult<(Scene, &'static Engine)> {
     let scene = load_scene(a)?;
-    let engine = engine(a.backend, a.fused)?;
+    let engine = engine(a)?;
     Ok((scene, engine))
 }

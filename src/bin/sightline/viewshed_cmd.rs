@@ -30,7 +30,7 @@ pub fn command(scene: &SceneArgs, a: &Args) -> AnyResult<()> {
         Some(o) => o,
         None => return Err("give --observer X,Y,Z (metres) for a mesh file".into()),
     };
-    let e = args::engine(scene.backend, scene.fused)?;
+    let e = args::engine(scene)?;
     let cell = a.cell;
     let params = ViewshedParams {
         cell,
