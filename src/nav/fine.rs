@@ -55,27 +55,68 @@ pub(crate) struct FineParams {
     pub agent: crate::agent::Agent,
 }
 
+/// Sizes the fine grid over the scene's bounds: its origin (the low corner in x and z), width
+/// and height in fine columns, aligned with the node grid.
+fn fine_grid(scene: &Scene, p: &FineParams) -> Result<(Vec2, usize, usize)> {
+    let Some((lo, hi)) = scene.bounds() else {
+        return Err(Error::InvalidInput(
+            "the scene is empty: there is no ground for a nav graph".into(),
+        ));
+    };
+    let cells = |extent: f32| (extent / p.spacing).ceil().max(1.0) * p.per as f32;
+    let (w, h) = (cells(hi.x - lo.x), cells(hi.z - lo.z));
+    if w * h > MAX_FINE_COLUMNS as f32 {
+        return Err(Error::InvalidInput(format!(
+            "spacing {} m over a {:.0} m x {:.0} m scene needs {w} x {h} fine columns, more \
+             than {MAX_FINE_COLUMNS}: use a larger spacing",
+            p.spacing,
+            hi.x - lo.x,
+            hi.z - lo.z
+        )));
+    }
+    Ok((Vec2::new(lo.x, lo.z), w as usize, h as usize))
+}
+
+/// Which floor points are places (see the module docs): a crouching body fits, ground all
+/// round supports it, and it is not inside a closed solid. Also returns the rays traced.
+fn places(
+    engine: &Engine,
+    scene: &Scene,
+    p: &FineParams,
+    ground: &[Vec3],
+) -> Result<(Vec<bool>, u64)> {
+    let fits = crate::agent::fitting_postures(engine, scene, &p.agent, ground, 0.1)?;
+    let mut rays = 9 * ground.len() as u64;
+    let room: Vec<Vec3> = ground
+        .iter()
+        .zip(&fits)
+        .filter(|(_, f)| f.is_some_and(|f| f >= Posture::Crouching))
+        .map(|(g, _)| *g)
+        .collect();
+    let stands = supported(engine, scene, &room, p)?;
+    let standing: Vec<Vec3> = room
+        .iter()
+        .zip(&stands)
+        .filter(|(_, s)| **s)
+        .map(|(g, _)| *g)
+        .collect();
+    let (outside, probes) =
+        crate::ground::outside_solids(engine, scene, &standing, p.step_height + 0.05)?;
+    let mut outside = outside.into_iter();
+    rays += probes;
+    let mut kept = stands.into_iter().map(|s| s && outside.next().unwrap());
+    rays += 20 * room.len() as u64;
+    let places = fits
+        .iter()
+        .map(|f| f.is_some_and(|f| f >= Posture::Crouching) && kept.next().unwrap())
+        .collect();
+    Ok((places, rays))
+}
+
 impl Fine {
     pub fn build(engine: &Engine, scene: &Scene, p: &FineParams) -> Result<Fine> {
-        let Some((lo, hi)) = scene.bounds() else {
-            return Err(Error::InvalidInput(
-                "the scene is empty: there is no ground for a nav graph".into(),
-            ));
-        };
-        let cells = |extent: f32| (extent / p.spacing).ceil().max(1.0) * p.per as f32;
-        let (w, h) = (cells(hi.x - lo.x), cells(hi.z - lo.z));
-        if w * h > MAX_FINE_COLUMNS as f32 {
-            return Err(Error::InvalidInput(format!(
-                "spacing {} m over a {:.0} m x {:.0} m scene needs {w} x {h} fine columns, more \
-                 than {MAX_FINE_COLUMNS}: use a larger spacing",
-                p.spacing,
-                hi.x - lo.x,
-                hi.z - lo.z
-            )));
-        }
-        let (width, height) = (w as usize, h as usize);
+        let (origin, width, height) = fine_grid(scene, p)?;
         let step = p.spacing / p.per as f32;
-        let origin = Vec2::new(lo.x, lo.z);
         let floors = crate::ground::floors(
             engine,
             scene,
@@ -86,7 +127,6 @@ impl Fine {
             p.max_slope,
             p.max_layers,
         )?;
-        let mut rays = (floors.surfaces + floors.cell.len()) as u64;
         let ground: Vec<Vec3> = floors
             .cell
             .iter()
@@ -96,27 +136,7 @@ impl Fine {
                 Vec3::new(c.x, y, c.y)
             })
             .collect();
-        let fits = crate::agent::fitting_postures(engine, scene, &p.agent, &ground, 0.1)?;
-        rays += 9 * ground.len() as u64;
-        let room: Vec<Vec3> = ground
-            .iter()
-            .zip(&fits)
-            .filter(|(_, f)| f.is_some_and(|f| f >= Posture::Crouching))
-            .map(|(g, _)| *g)
-            .collect();
-        let stands = supported(engine, scene, &room, p)?;
-        let standing: Vec<Vec3> = room
-            .iter()
-            .zip(&stands)
-            .filter(|(_, s)| **s)
-            .map(|(g, _)| *g)
-            .collect();
-        let (outside, probes) =
-            crate::ground::outside_solids(engine, scene, &standing, p.step_height + 0.05)?;
-        let mut outside = outside.into_iter();
-        rays += probes;
-        let mut supported = stands.into_iter().map(|s| s && outside.next().unwrap());
-        rays += 20 * room.len() as u64;
+        let (places, traced) = places(engine, scene, p, &ground)?;
         let mut fine = Fine {
             step,
             origin,
@@ -127,13 +147,13 @@ impl Fine {
             pos: Vec::new(),
             start: Vec::new(),
             links: Vec::new(),
-            rays,
+            rays: (floors.surfaces + floors.cell.len()) as u64 + traced,
             floors: ground.len(),
             no_room: 0,
             truncated: floors.truncated_cells,
         };
         for (k, g) in ground.into_iter().enumerate() {
-            if fits[k].is_some_and(|f| f >= Posture::Crouching) && supported.next().unwrap() {
+            if places[k] {
                 fine.col.push(floors.cell[k]);
                 fine.pos.push(g);
             } else {

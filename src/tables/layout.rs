@@ -144,6 +144,38 @@ pub(crate) fn check_meta(meta: &TableMeta, n: u64, shard: (u32, u32)) -> Result<
 
 /// Validates a whole file; on success every section can be read without further checks.
 pub(crate) fn validate(bytes: &[u8]) -> Result<Layout, String> {
+    let (version, flags) = check_preamble(bytes)?;
+    let head = read_header(bytes, version)?;
+    let (body, heads) = read_sections(bytes, version, head.header_len)?;
+    check_checksum(bytes, version, head.header_len, &heads)?;
+    let meta = read_meta(bytes, flags, head.scene, head.scene_digest)?;
+    let (n, shard) = (head.n, head.shard);
+    check_meta(&meta, u64::from(n), shard).map_err(bad)?;
+    let layout = Layout {
+        version,
+        flags,
+        n,
+        shard,
+        meta,
+        body,
+        entry_bytes: if version >= 3 {
+            ENTRY_BYTES
+        } else {
+            ENTRY_BYTES_V2
+        },
+    };
+    check_waypoints(bytes, &layout, u64_at(bytes, 32))?;
+    let visible = check_bits(&bytes[layout.body[LOSB].clone()], n, shard)?;
+    check_sees(bytes, &layout, visible)?;
+    check_range(bytes, &layout)?;
+    check_intervis(bytes, &layout)?;
+    check_edges(bytes, &layout)?;
+    Ok(layout)
+}
+
+/// The fixed start of the file: magic bytes, format version, flag bits and the stated length.
+/// Returns the version and the flags.
+fn check_preamble(bytes: &[u8]) -> Result<(u32, u32), String> {
     let head = &bytes[..bytes.len().min(8)];
     if bytes.is_empty() || head != &MAGIC[..head.len()] {
         return Err(
@@ -184,6 +216,22 @@ pub(crate) fn validate(bytes: &[u8]) -> Result<Layout, String> {
     if !bytes.len().is_multiple_of(8) {
         return Err(bad("the length is not a multiple of 8"));
     }
+    Ok((version, flags))
+}
+
+/// The header's counts and scene name, read by [`read_header`].
+struct Header {
+    n: u32,
+    shard: (u32, u32),
+    scene: String,
+    /// The stored scene digest (0 before version 3), not yet checked against its flag.
+    scene_digest: u64,
+    /// Bytes of the header, scene name and padding included: where the first section starts.
+    header_len: usize,
+}
+
+/// The waypoint count, shard fields and scene name, with the padding after the name.
+fn read_header(bytes: &[u8], version: u32) -> Result<Header, String> {
     let n = u64_at(bytes, 24);
     if n > MAX_WAYPOINTS {
         return Err(bad(format_args!(
@@ -211,7 +259,22 @@ pub(crate) fn validate(bytes: &[u8]) -> Result<Layout, String> {
     let scene = std::str::from_utf8(&bytes[name_at..name_end])
         .map_err(|_| bad("the scene name is not UTF-8"))?
         .to_string();
-    // Section heads: tags, reserved bytes, lengths within the file, zero padding.
+    Ok(Header {
+        n,
+        shard: (k, m),
+        scene,
+        scene_digest,
+        header_len,
+    })
+}
+
+/// Section heads: tags, reserved bytes, lengths within the file, zero padding, nothing after
+/// the last. Returns each section's payload and where each head starts.
+fn read_sections(
+    bytes: &[u8],
+    version: u32,
+    header_len: usize,
+) -> Result<([Range<usize>; 5], [usize; 5]), String> {
     let count = if version == 1 { 4 } else { 5 };
     let mut body: [Range<usize>; 5] = Default::default();
     let mut heads = [0usize; 5];
@@ -248,9 +311,21 @@ pub(crate) fn validate(bytes: &[u8]) -> Result<Layout, String> {
     if pos != end {
         return Err(bad("unexpected bytes after the sections"));
     }
+    Ok((body, heads))
+}
+
+/// The stored checksum against the one computed (the version-3 order, or the whole file
+/// before it).
+fn check_checksum(
+    bytes: &[u8],
+    version: u32,
+    header_len: usize,
+    heads: &[usize; 5],
+) -> Result<(), String> {
+    let end = bytes.len() - 8;
     let sum = u64_at(bytes, end);
     let computed = if version >= 3 {
-        checksum_v3(bytes, header_len, &heads)
+        checksum_v3(bytes, header_len, heads)
     } else {
         let mut h = Fnv1a::new();
         h.write(&bytes[..end]);
@@ -259,7 +334,17 @@ pub(crate) fn validate(bytes: &[u8]) -> Result<Layout, String> {
     if computed != sum {
         return Err(format!("checksum mismatch: the file is corrupted; {REDO}"));
     }
-    // The header's values.
+    Ok(())
+}
+
+/// The header's values: range, spacing and scene digest against their flags, the sight mask,
+/// the posture. [`check_meta`] checks the rest.
+fn read_meta(
+    bytes: &[u8],
+    flags: u32,
+    scene: String,
+    scene_digest: u64,
+) -> Result<TableMeta, String> {
     let float_field = |at: usize| f32_at(bytes, at);
     let range = float_field(44);
     let range = if range == f32::INFINITY {
@@ -289,7 +374,7 @@ pub(crate) fn validate(bytes: &[u8]) -> Result<Layout, String> {
     if mask & !KNOWN_MASK_BITS != 0 {
         return Err(bad(format_args!("sight mask {mask:#x} has unknown bits")));
     }
-    let meta = TableMeta {
+    Ok(TableMeta {
         scene,
         scene_digest,
         eye_height: float_field(40),
@@ -302,28 +387,7 @@ pub(crate) fn validate(bytes: &[u8]) -> Result<Layout, String> {
             1 => Posture::Crouching,
             _ => Posture::Prone,
         },
-    };
-    check_meta(&meta, u64::from(n), (k, m)).map_err(bad)?;
-    let layout = Layout {
-        version,
-        flags,
-        n,
-        shard: (k, m),
-        meta,
-        body,
-        entry_bytes: if version >= 3 {
-            ENTRY_BYTES
-        } else {
-            ENTRY_BYTES_V2
-        },
-    };
-    check_waypoints(bytes, &layout, u64_at(bytes, 32))?;
-    let visible = check_bits(&bytes[layout.body[LOSB].clone()], n, (k, m))?;
-    check_sees(bytes, &layout, visible)?;
-    check_range(bytes, &layout)?;
-    check_intervis(bytes, &layout)?;
-    check_edges(bytes, &layout)?;
-    Ok(layout)
+    })
 }
 
 /// The version-3 checksum: FNV-1a 64 over every section's padded payload in file order, then

@@ -89,34 +89,7 @@ pub const MAX_WAYPOINTS: usize = crate::limits::MAX_WAYPOINTS as usize;
 /// two backends may differ by at triangle edges).
 pub fn sample_floors(engine: &Engine, scene: &Scene, p: &SampleParams) -> Result<FloorSample> {
     let spacing = p.spacing;
-    if !(spacing.is_finite() && spacing > 0.0) {
-        return Err(Error::InvalidInput(format!(
-            "waypoint spacing {spacing} must be a positive number of metres (e.g. 2)"
-        )));
-    }
-    if !(p.max_slope.is_finite() && p.max_slope >= 0.0 && p.max_slope < std::f32::consts::FRAC_PI_2)
-    {
-        return Err(Error::InvalidInput(format!(
-            "max slope {} must be in [0, pi/2) radians (45 degrees is 0.785)",
-            p.max_slope
-        )));
-    }
-    p.agent.validate_for("waypoint sampling")?;
-    let Some((lo, hi)) = scene.bounds() else {
-        return Err(Error::InvalidInput(
-            "the scene is empty: there is no ground to put waypoints on".into(),
-        ));
-    };
-    let width = ((hi.x - lo.x) / spacing).ceil().max(1.0);
-    let height = ((hi.z - lo.z) / spacing).ceil().max(1.0);
-    if width * height > MAX_CELLS as f32 {
-        return Err(Error::InvalidInput(format!(
-            "spacing {spacing} m gives {width} x {height} grid cells over the scene, more than \
-             {MAX_CELLS}: use a larger spacing"
-        )));
-    }
-    let (width, height) = (width as usize, height as usize);
-    let origin = Vec2::new(lo.x, lo.z);
+    let (origin, width, height) = sample_grid(scene, p)?;
     let floors = crate::ground::floors(
         engine,
         scene,
@@ -143,21 +116,7 @@ pub fn sample_floors(engine: &Engine, scene: &Scene, p: &SampleParams) -> Result
             Vec3::new(c.x, y, c.y)
         })
         .collect();
-    let mut fits = crate::agent::fitting_postures(engine, scene, &p.agent, &ground, 0.1)?;
-    // Not inside a closed solid (a crate resting on the floor hides the floor under it).
-    let room: Vec<usize> = (0..ground.len())
-        .filter(|&k| fits[k].is_some_and(|f| f >= Posture::Crouching))
-        .collect();
-    let pts: Vec<Vec3> = room.iter().map(|&k| ground[k]).collect();
-    let knee = 0.35f32.min(p.agent.head_heights[0]);
-    for (&k, outside) in room
-        .iter()
-        .zip(crate::ground::outside_solids(engine, scene, &pts, knee)?.0)
-    {
-        if !outside {
-            fits[k] = None;
-        }
-    }
+    let fits = room_at(engine, scene, p, &ground)?;
     let mut out = FloorSample {
         origin,
         width,
@@ -178,6 +137,64 @@ pub fn sample_floors(engine: &Engine, scene: &Scene, p: &SampleParams) -> Result
         }
     }
     Ok(out)
+}
+
+/// Checks the parameters and sizes the grid over the scene's bounds: its origin (the low
+/// corner in x and z), width and height in cells.
+fn sample_grid(scene: &Scene, p: &SampleParams) -> Result<(Vec2, usize, usize)> {
+    let spacing = p.spacing;
+    if !(spacing.is_finite() && spacing > 0.0) {
+        return Err(Error::InvalidInput(format!(
+            "waypoint spacing {spacing} must be a positive number of metres (e.g. 2)"
+        )));
+    }
+    if !(p.max_slope.is_finite() && p.max_slope >= 0.0 && p.max_slope < std::f32::consts::FRAC_PI_2)
+    {
+        return Err(Error::InvalidInput(format!(
+            "max slope {} must be in [0, pi/2) radians (45 degrees is 0.785)",
+            p.max_slope
+        )));
+    }
+    p.agent.validate_for("waypoint sampling")?;
+    let Some((lo, hi)) = scene.bounds() else {
+        return Err(Error::InvalidInput(
+            "the scene is empty: there is no ground to put waypoints on".into(),
+        ));
+    };
+    let width = ((hi.x - lo.x) / spacing).ceil().max(1.0);
+    let height = ((hi.z - lo.z) / spacing).ceil().max(1.0);
+    if width * height > MAX_CELLS as f32 {
+        return Err(Error::InvalidInput(format!(
+            "spacing {spacing} m gives {width} x {height} grid cells over the scene, more than \
+             {MAX_CELLS}: use a larger spacing"
+        )));
+    }
+    Ok((Vec2::new(lo.x, lo.z), width as usize, height as usize))
+}
+
+/// The highest posture that fits at each ground point, `None` where none does or where the
+/// point is inside a closed solid (a crate resting on the floor hides the floor under it).
+fn room_at(
+    engine: &Engine,
+    scene: &Scene,
+    p: &SampleParams,
+    ground: &[Vec3],
+) -> Result<Vec<Option<Posture>>> {
+    let mut fits = crate::agent::fitting_postures(engine, scene, &p.agent, ground, 0.1)?;
+    let room: Vec<usize> = (0..ground.len())
+        .filter(|&k| fits[k].is_some_and(|f| f >= Posture::Crouching))
+        .collect();
+    let pts: Vec<Vec3> = room.iter().map(|&k| ground[k]).collect();
+    let knee = 0.35f32.min(p.agent.head_heights[0]);
+    for (&k, outside) in room
+        .iter()
+        .zip(crate::ground::outside_solids(engine, scene, &pts, knee)?.0)
+    {
+        if !outside {
+            fits[k] = None;
+        }
+    }
+    Ok(fits)
 }
 
 /// [`sample_floors`] with [`SampleParams::standard`]'s agent and layers: the waypoints only.

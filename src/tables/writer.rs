@@ -45,6 +45,50 @@ fn misuse(msg: &str) -> Error {
     Error::InvalidInput(format!("table writer: {msg}"))
 }
 
+/// The header's flag bits: which sections hold data, the posture, a spacing and a scene digest.
+fn header_flags(meta: &TableMeta, intervis: bool, edges: bool) -> u32 {
+    let posture = match meta.posture {
+        Posture::Standing => 0u32,
+        Posture::Crouching => 1,
+        Posture::Prone => 2,
+    };
+    (u32::from(intervis) * FLAG_INTERVIS)
+        | (u32::from(meta.spacing.is_some()) * FLAG_SPACING)
+        | (u32::from(edges) * FLAG_EDGES)
+        | (posture << 3)
+        | (u32::from(meta.scene_digest.is_some()) * FLAG_SCENE)
+}
+
+/// The header's bytes, scene name and zero padding to a multiple of 8 included; the file
+/// length (bytes 16..24) is 0, patched by [`TableWriter::finish`].
+fn header_bytes(meta: &TableMeta, waypoints: &[Vec3], shard: (u32, u32), flags: u32) -> Vec<u8> {
+    let n = waypoints.len() as u64;
+    let mut h = Vec::with_capacity(80 + meta.scene.len() + 8);
+    h.extend_from_slice(&MAGIC);
+    for w in [FORMAT_VERSION, flags] {
+        h.extend_from_slice(&w.to_le_bytes());
+    }
+    for w in [0, n, super::waypoint_digest(waypoints)] {
+        h.extend_from_slice(&w.to_le_bytes());
+    }
+    let range = meta.range.unwrap_or(f32::INFINITY);
+    for f in [
+        meta.eye_height,
+        range,
+        meta.spacing.unwrap_or(0.0),
+        meta.max_slope,
+    ] {
+        h.extend_from_slice(&f.to_le_bytes());
+    }
+    for w in [meta.mask.bits(), shard.0, shard.1, meta.scene.len() as u32] {
+        h.extend_from_slice(&w.to_le_bytes());
+    }
+    h.extend_from_slice(&meta.scene_digest.unwrap_or(0).to_le_bytes());
+    h.extend_from_slice(meta.scene.as_bytes());
+    h.resize(h.len().next_multiple_of(8), 0);
+    h
+}
+
 impl<W: Write + Seek> TableWriter<W> {
     /// Starts a table of `waypoints` holding shard `shard`'s rows (`(0, 1)` for all), with
     /// an intervis section when `intervis` and a nav graph when `edges`; writes the header
@@ -69,39 +113,8 @@ impl<W: Write + Seek> TableWriter<W> {
                 crate::limits::MAX_COORDINATE
             )));
         }
-        let posture = match meta.posture {
-            Posture::Standing => 0u32,
-            Posture::Crouching => 1,
-            Posture::Prone => 2,
-        };
-        let flags = (u32::from(intervis) * FLAG_INTERVIS)
-            | (u32::from(meta.spacing.is_some()) * FLAG_SPACING)
-            | (u32::from(edges) * FLAG_EDGES)
-            | (posture << 3)
-            | (u32::from(meta.scene_digest.is_some()) * FLAG_SCENE);
-        let mut h = Vec::with_capacity(80 + meta.scene.len() + 8);
-        h.extend_from_slice(&MAGIC);
-        for w in [FORMAT_VERSION, flags] {
-            h.extend_from_slice(&w.to_le_bytes());
-        }
-        for w in [0, n, super::waypoint_digest(waypoints)] {
-            h.extend_from_slice(&w.to_le_bytes());
-        }
-        let range = meta.range.unwrap_or(f32::INFINITY);
-        for f in [
-            meta.eye_height,
-            range,
-            meta.spacing.unwrap_or(0.0),
-            meta.max_slope,
-        ] {
-            h.extend_from_slice(&f.to_le_bytes());
-        }
-        for w in [meta.mask.bits(), shard.0, shard.1, meta.scene.len() as u32] {
-            h.extend_from_slice(&w.to_le_bytes());
-        }
-        h.extend_from_slice(&meta.scene_digest.unwrap_or(0).to_le_bytes());
-        h.extend_from_slice(meta.scene.as_bytes());
-        h.resize(h.len().next_multiple_of(8), 0);
+        let flags = header_flags(meta, intervis, edges);
+        let h = header_bytes(meta, waypoints, shard, flags);
         let mut w = TableWriter {
             out,
             hash: Fnv1a::new(),

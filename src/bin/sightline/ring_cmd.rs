@@ -337,21 +337,8 @@ fn picture(
     from: Vec3,
     path: &Path,
 ) -> AnyResult<()> {
-    let g = &r.graph;
-    let nodes: Vec<Vec3> = g.nodes().iter().map(|n| n.position).collect();
-    let (mut lo, mut hi) = bounds(&nodes).ok_or("the ring graph has no nodes to draw")?;
-    // The whole square asked for, the agent, the route and the threats near enough (a far one
-    // is drawn on the border, in its direction, so the graph keeps its size).
-    let reach = Vec3::new(a.radius, 0.0, a.radius);
-    let mut extra = vec![a.at - reach, a.at + reach, from];
-    extra.extend(r.route.iter().flat_map(|x| x.points.iter().copied()));
-    for p in extra {
-        (lo, hi) = (lo.min(p), hi.max(p));
-    }
-    let near = |t: &Vec3| Vec3::new(t.x - a.at.x, 0.0, t.z - a.at.z).length() <= 2.0 * a.radius;
-    for t in a.threats.iter().filter(|t| near(t)) {
-        (lo, hi) = (lo.min(*t), hi.max(*t));
-    }
+    let nodes: Vec<Vec3> = r.graph.nodes().iter().map(|n| n.position).collect();
+    let (lo, hi) = picture_box(r, a, from, &nodes)?;
     let mut c = Canvas::over_box(
         engine,
         scene,
@@ -360,37 +347,8 @@ fn picture(
         "ring graph: nodes by score, route to the best",
     )?;
     let r_px = (0.2 * c.px() / c.unit()).clamp(2.0, 5.0);
-    for e in g.edges() {
-        c.line(nodes[e[0] as usize], nodes[e[1] as usize], EDGE);
-    }
-    // Lowest scores first, so the best are drawn on top.
-    let s = &r.scores;
-    let mut order: Vec<usize> = (0..nodes.len()).collect();
-    order.sort_by(|&x, &y| s.score[x].total_cmp(&s.score[y]).then(x.cmp(&y)));
-    // Nodes in cover larger and outlined, the exposed ones small.
-    for &i in &order {
-        if s.in_cover[i] {
-            c.disc(nodes[i], r_px + 2.5, COVER);
-            c.disc(nodes[i], r_px + 1.0, palette::viridis(s.score[i]));
-        } else {
-            c.disc(nodes[i], 0.75 * r_px, palette::viridis(s.score[i]));
-        }
-    }
-    if let Some(route) = &r.route {
-        c.path(&route.points, PATH);
-    }
-    if let Some(b) = r.best {
-        let p = nodes[b as usize];
-        c.ring(p, r_px + 6.0, PATH);
-        c.disc(p, r_px, palette::viridis(s.score[b as usize]));
-    }
-    let centre = nodes[g.centre() as usize];
-    c.ring(centre, r_px + 6.0, CENTRE);
-    c.disc(centre, 0.75 * r_px, CENTRE);
-    if from.distance(centre) > 0.5 {
-        c.ring(from, r_px + 6.0, AGENT);
-        c.disc(from, r_px, PATH);
-    }
+    draw_graph(&mut c, r, &nodes, r_px);
+    draw_marks(&mut c, r, from, &nodes, r_px);
     let (inner_lo, inner_hi) = (lo - Vec3::ONE, hi + Vec3::ONE);
     for t in &a.threats {
         let p = t.clamp(inner_lo, inner_hi);
@@ -413,4 +371,61 @@ fn picture(
     ));
     c.save(path)?;
     Ok(())
+}
+
+/// The box the picture shows: the graph's nodes, the whole square asked for, the agent, the
+/// route and the threats near enough (a far one is drawn on the border, in its direction, so
+/// the graph keeps its size).
+fn picture_box(r: &Answer, a: &Args, from: Vec3, nodes: &[Vec3]) -> AnyResult<(Vec3, Vec3)> {
+    let (mut lo, mut hi) = bounds(nodes).ok_or("the ring graph has no nodes to draw")?;
+    let reach = Vec3::new(a.radius, 0.0, a.radius);
+    let mut extra = vec![a.at - reach, a.at + reach, from];
+    extra.extend(r.route.iter().flat_map(|x| x.points.iter().copied()));
+    for p in extra {
+        (lo, hi) = (lo.min(p), hi.max(p));
+    }
+    let near = |t: &Vec3| Vec3::new(t.x - a.at.x, 0.0, t.z - a.at.z).length() <= 2.0 * a.radius;
+    for t in a.threats.iter().filter(|t| near(t)) {
+        (lo, hi) = (lo.min(*t), hi.max(*t));
+    }
+    Ok((lo, hi))
+}
+
+/// The ring graph's edges, then its nodes coloured by score: lowest scores first, so the best
+/// are drawn on top; nodes in cover larger and outlined, the exposed ones small.
+fn draw_graph(c: &mut Canvas, r: &Answer, nodes: &[Vec3], r_px: f32) {
+    for e in r.graph.edges() {
+        c.line(nodes[e[0] as usize], nodes[e[1] as usize], EDGE);
+    }
+    let s = &r.scores;
+    let mut order: Vec<usize> = (0..nodes.len()).collect();
+    order.sort_by(|&x, &y| s.score[x].total_cmp(&s.score[y]).then(x.cmp(&y)));
+    for &i in &order {
+        if s.in_cover[i] {
+            c.disc(nodes[i], r_px + 2.5, COVER);
+            c.disc(nodes[i], r_px + 1.0, palette::viridis(s.score[i]));
+        } else {
+            c.disc(nodes[i], 0.75 * r_px, palette::viridis(s.score[i]));
+        }
+    }
+}
+
+/// The route, the best node (ringed), the centre of the rings and the agent where it is not
+/// at the centre.
+fn draw_marks(c: &mut Canvas, r: &Answer, from: Vec3, nodes: &[Vec3], r_px: f32) {
+    if let Some(route) = &r.route {
+        c.path(&route.points, PATH);
+    }
+    if let Some(b) = r.best {
+        let p = nodes[b as usize];
+        c.ring(p, r_px + 6.0, PATH);
+        c.disc(p, r_px, palette::viridis(r.scores.score[b as usize]));
+    }
+    let centre = nodes[r.graph.centre() as usize];
+    c.ring(centre, r_px + 6.0, CENTRE);
+    c.disc(centre, 0.75 * r_px, CENTRE);
+    if from.distance(centre) > 0.5 {
+        c.ring(from, r_px + 6.0, AGENT);
+        c.disc(from, r_px, PATH);
+    }
 }

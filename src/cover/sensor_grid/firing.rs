@@ -35,9 +35,68 @@ pub fn firing_positions(
     answers: &[CoverAnswer],
     params: &SensorGridParams,
 ) -> Result<Vec<Option<FiringPosition>>> {
+    let mut out = posture_changes(engine, scene, queries, answers)?;
+    let steps = steps_away(queries, answers, params, &out);
+    let mut tries = Vec::new();
+    for (step, ground) in standable_ground(engine, scene, params, &steps)? {
+        for posture in Posture::ALL {
+            tries.push(Try {
+                step,
+                posture,
+                ground,
+            });
+        }
+    }
+    let blocked = heads_blocked(engine, scene, queries, &steps, &tries)?;
+    let walkable = walkable_steps(engine, scene, queries, answers, params, &steps, &tries)?;
+    for (i, t) in tries.iter().enumerate() {
+        let s = &steps[t.step];
+        let better = out[s.query].as_ref().is_none_or(|f| {
+            s.distance < f.step_back || (s.distance == f.step_back && t.posture < f.posture)
+        });
+        if !blocked[i] && walkable[t.step] && better {
+            out[s.query] = Some(FiringPosition {
+                position: t.ground,
+                posture: t.posture,
+                observer: s.observer,
+                step_back: s.distance,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// A point stepped to from a query's cover spot, before its ground is found.
+#[derive(Clone, Copy)]
+struct Step {
+    query: usize,
+    /// The query's nearest observer.
+    observer: usize,
+    /// Metres stepped from the spot.
+    distance: f32,
+    /// Down from above the point to the ground under it.
+    down: Ray,
+}
+
+/// A posture tried on the standable ground under a step.
+#[derive(Clone, Copy)]
+struct Try {
+    /// Index into the steps.
+    step: usize,
+    posture: Posture,
+    ground: Vec3,
+}
+
+/// A posture change: the lowest higher posture some observer sees a template point of, and
+/// the first such observer. Traced with each query's own mask. `None` where no posture change
+/// shows the query to an observer.
+fn posture_changes(
+    engine: &Engine,
+    scene: &Scene,
+    queries: &[CoverQuery],
+    answers: &[CoverAnswer],
+) -> Result<Vec<Option<FiringPosition>>> {
     let mut out: Vec<Option<FiringPosition>> = vec![None; queries.len()];
-    // A posture change: the lowest higher posture some observer sees a template point of, and
-    // the first such observer. Traced with each query's own mask.
     let mut change = Vec::new();
     let mut change_owner = Vec::new();
     for (qi, (q, a)) in queries.iter().zip(answers).enumerate() {
@@ -63,11 +122,21 @@ pub fn firing_positions(
             });
         }
     }
-    // (query, observer, distance stepped, ground ray)
-    let mut candidates = Vec::new();
+    Ok(out)
+}
+
+/// The points to try for each query with a choice and no posture change: every step toward
+/// its nearest observer, sideways around what hides the spot, and back along the path.
+fn steps_away(
+    queries: &[CoverQuery],
+    answers: &[CoverAnswer],
+    params: &SensorGridParams,
+    changes: &[Option<FiringPosition>],
+) -> Vec<Step> {
+    let mut steps = Vec::new();
     for (qi, (q, a)) in queries.iter().zip(answers).enumerate() {
         let Some(c) = &a.choice else { continue };
-        if out[qi].is_some() {
+        if changes[qi].is_some() {
             continue;
         }
         let Some((oi, &o)) = q.observers.iter().enumerate().min_by(|x, y| {
@@ -76,7 +145,6 @@ pub fn firing_positions(
         }) else {
             continue;
         };
-        // Toward the observer, sideways around what hides the spot, and back along the path.
         let toward = Vec3::new(o.x - c.position.x, 0.0, o.z - c.position.z).normalize_or_zero();
         let back = c.path.first().map_or(Vec3::ZERO, |&a| {
             (a - c.position).with_y(0.0).normalize_or_zero()
@@ -93,30 +161,39 @@ pub fn firing_positions(
             let mut d = STEP;
             while d <= MAX_STEP_BACK {
                 let top = c.position + dir * d + Vec3::Y * (params.step_height + d);
-                candidates.push((
-                    qi,
-                    oi,
-                    d,
-                    Ray::new(
+                steps.push(Step {
+                    query: qi,
+                    observer: oi,
+                    distance: d,
+                    down: Ray::new(
                         top,
                         Vec3::NEG_Y,
                         2.0 * d + q.agent.height() + params.step_height,
                     ),
-                ));
+                });
                 d += STEP;
             }
         }
     }
-    let down: Vec<Ray> = candidates.iter().map(|c| c.3).collect();
+    steps
+}
+
+/// The steps with standable, walkable ground under them, and that ground point, in step order.
+fn standable_ground(
+    engine: &Engine,
+    scene: &Scene,
+    params: &SensorGridParams,
+    steps: &[Step],
+) -> Result<Vec<(usize, Vec3)>> {
+    let down: Vec<Ray> = steps.iter().map(|s| s.down).collect();
     let hits = engine.closest_hit(
         scene,
         &down,
         Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE),
     )?;
     let min_normal_y = params.max_slope.cos();
-    let mut segs = Vec::new();
-    let mut owner = Vec::new();
-    for (k, (&(qi, oi, d, ray), hit)) in candidates.iter().zip(&hits).enumerate() {
+    let mut ground = Vec::new();
+    for (k, (s, hit)) in steps.iter().zip(&hits).enumerate() {
         let Some(h) = hit else { continue };
         if h.normal.y < min_normal_y
             || !scene.materials()[h.material as usize]
@@ -125,49 +202,63 @@ pub fn firing_positions(
         {
             continue;
         }
-        let g = ray.origin() + ray.dir() * h.t;
-        for p in Posture::ALL {
-            segs.push(Job::Segment(
-                Segment::new(
-                    queries[qi].observers[oi],
-                    g + Vec3::Y * queries[qi].agent.head_height(p),
-                ),
-                queries[qi].mask,
-            ));
-            owner.push((k, p, g, qi, oi, d));
-        }
+        ground.push((k, s.down.origin() + s.down.dir() * h.t));
     }
-    let blocked: Vec<bool> = run(engine, scene, &segs)?
+    Ok(ground)
+}
+
+/// For each try: whether the line from the step's observer to the posture's head is blocked.
+fn heads_blocked(
+    engine: &Engine,
+    scene: &Scene,
+    queries: &[CoverQuery],
+    steps: &[Step],
+    tries: &[Try],
+) -> Result<Vec<bool>> {
+    let segs: Vec<Job> = tries
+        .iter()
+        .map(|t| {
+            let q = &queries[steps[t.step].query];
+            Job::Segment(
+                Segment::new(
+                    q.observers[steps[t.step].observer],
+                    t.ground + Vec3::Y * q.agent.head_height(t.posture),
+                ),
+                q.mask,
+            )
+        })
+        .collect();
+    Ok(run(engine, scene, &segs)?
         .into_iter()
         .map(|o| matches!(o, Outcome::Blocked(true)))
-        .collect();
-    // The step back must be walkable: the swept cylinder from the spot to the new point.
+        .collect())
+}
+
+/// For each step: whether the step back is walkable, the swept cylinder from the spot to the
+/// new point clear of walls (true for steps with no ground, which no try names).
+fn walkable_steps(
+    engine: &Engine,
+    scene: &Scene,
+    queries: &[CoverQuery],
+    answers: &[CoverAnswer],
+    params: &SensorGridParams,
+    steps: &[Step],
+    tries: &[Try],
+) -> Result<Vec<bool>> {
     let mut sweeps = Vec::new();
     let mut sweep_owner = Vec::new();
-    for &(k, p, g, qi, _, _) in &owner {
-        if p == Posture::Prone {
+    for t in tries {
+        if t.posture == Posture::Prone {
+            let qi = steps[t.step].query;
             let spot = answers[qi].choice.as_ref().unwrap().position;
-            sweeps.extend(sweep(&queries[qi].agent, params, spot, g));
-            sweep_owner.extend(std::iter::repeat_n(k, 9));
+            sweeps.extend(sweep(&queries[qi].agent, params, spot, t.ground));
+            sweep_owner.extend(std::iter::repeat_n(t.step, 9));
         }
     }
     let walls = engine.occluded(scene, &sweeps, Mask::FIRE)?;
-    let mut walkable = vec![true; candidates.len()];
+    let mut walkable = vec![true; steps.len()];
     for (i, &k) in sweep_owner.iter().enumerate() {
         walkable[k] &= !walls.get(i);
     }
-    for (i, &(k, p, g, qi, oi, d)) in owner.iter().enumerate() {
-        let better = out[qi]
-            .as_ref()
-            .is_none_or(|f| d < f.step_back || (d == f.step_back && p < f.posture));
-        if !blocked[i] && walkable[k] && better {
-            out[qi] = Some(FiringPosition {
-                position: g,
-                posture: p,
-                observer: oi,
-                step_back: d,
-            });
-        }
-    }
-    Ok(out)
+    Ok(walkable)
 }

@@ -197,6 +197,47 @@ fn add_primitive(
         b.report.skipped += 1;
         return Ok(());
     }
+    let sizes = check_primitive(b, buffers, prim)?;
+    let points = read_points(buffers, prim, &sizes)?;
+    let indices = read_indices(buffers, prim, &sizes)?;
+    let pos_id = &sizes.pos_id;
+    let base = b.add_vertices(points.iter().map(|&p| world.transform_point3(p)), &|| {
+        pos_id.clone()
+    })?;
+    let material = prim.material();
+    let name = material.index().map(|i| {
+        material
+            .name()
+            .map_or(format!("material_{i}"), str::to_string)
+    });
+    for tri in indices.chunks_exact(3) {
+        b.add_triangle(
+            [tri[0] + base, tri[1] + base, tri[2] + base],
+            name.as_deref(),
+        );
+    }
+    Ok(())
+}
+
+/// A triangle primitive's sizes, checked by [`check_primitive`] before anything is read.
+struct PrimitiveSizes<'a> {
+    /// `POSITION accessor 3`: how errors name the positions.
+    pos_id: String,
+    /// Vertices (the positions' count).
+    vertices: usize,
+    /// The indices accessor, if the primitive has one.
+    indices: Option<Accessor<'a>>,
+    /// Indices (the vertex count when there is no indices accessor), a multiple of 3.
+    index_count: usize,
+}
+
+/// Checks the positions and indices accessors and that the primitive keeps the file within
+/// [`MAX_VERTICES`] and [`MAX_TRIANGLES`].
+fn check_primitive<'a>(
+    b: &Builder,
+    buffers: &[buffer::Data],
+    prim: &::gltf::Primitive<'a>,
+) -> Result<PrimitiveSizes<'a>, String> {
     let positions = prim
         .get(&Semantic::Positions)
         .ok_or("has no POSITION attribute; re-export with vertex positions")?;
@@ -215,8 +256,8 @@ fn add_primitive(
             "{pos_id} brings the mesh to {total} vertices, over the limit of {MAX_VERTICES}; split the level into several files"
         ));
     }
-    let indices_acc = prim.indices();
-    let index_count = match &indices_acc {
+    let indices = prim.indices();
+    let index_count = match &indices {
         Some(acc) => {
             let id = format!("indices accessor {}", acc.index());
             check_accessor(
@@ -240,9 +281,23 @@ fn add_primitive(
             "brings the file to {triangles} triangles, over the limit of {MAX_TRIANGLES}; simplify the meshes or split the level"
         ));
     }
+    Ok(PrimitiveSizes {
+        pos_id,
+        vertices: n,
+        indices,
+        index_count,
+    })
+}
 
+/// Reads a checked primitive's vertex positions (in the mesh's own space).
+fn read_points(
+    buffers: &[buffer::Data],
+    prim: &::gltf::Primitive,
+    sizes: &PrimitiveSizes,
+) -> Result<Vec<Vec3>, String> {
+    let (pos_id, n) = (&sizes.pos_id, sizes.vertices);
     let reader = prim.reader(|buf| buffers.get(buf.index()).map(|d| &d.0[..]));
-    let mut points: Vec<Vec3> = vec_with_capacity(n, &pos_id, "split the level into several files")
+    let mut points: Vec<Vec3> = vec_with_capacity(n, pos_id, "split the level into several files")
         .map_err(|e| e.to_string())?;
     points.extend(
         reader
@@ -256,50 +311,44 @@ fn add_primitive(
             points.len()
         ));
     }
-    let indices: Vec<u32> = match &indices_acc {
-        Some(acc) => {
-            let mut idx = vec_with_capacity(index_count, "the index buffer", "split the level")
-                .map_err(|e| e.to_string())?;
-            idx.extend(
-                reader
-                    .read_indices()
-                    .ok_or("index data lies outside its buffer; re-export the file")?
-                    .into_u32(),
-            );
-            if idx.len() != index_count {
-                return Err(format!(
-                    "indices accessor {}: {} readable indices of {index_count}; re-export the file",
-                    acc.index(),
-                    idx.len()
-                ));
-            }
-            if let Some((k, &v)) = idx.iter().enumerate().find(|(_, &v)| v as usize >= n) {
-                return Err(format!(
-                    "indices accessor {}: index {k} (triangle {}) is vertex {v}, but {pos_id} has only {n} vertices; fix the index buffer",
-                    acc.index(),
-                    k / 3
-                ));
-            }
-            idx
-        }
-        None => (0..n as u32).collect(),
+    Ok(points)
+}
+
+/// Reads a checked primitive's indices (`0..n` without an indices accessor), each checked
+/// against the vertex count.
+fn read_indices(
+    buffers: &[buffer::Data],
+    prim: &::gltf::Primitive,
+    sizes: &PrimitiveSizes,
+) -> Result<Vec<u32>, String> {
+    let (pos_id, n, index_count) = (&sizes.pos_id, sizes.vertices, sizes.index_count);
+    let Some(acc) = &sizes.indices else {
+        return Ok((0..n as u32).collect());
     };
-    let base = b.add_vertices(points.iter().map(|&p| world.transform_point3(p)), &|| {
-        pos_id.clone()
-    })?;
-    let material = prim.material();
-    let name = material.index().map(|i| {
-        material
-            .name()
-            .map_or(format!("material_{i}"), str::to_string)
-    });
-    for tri in indices.chunks_exact(3) {
-        b.add_triangle(
-            [tri[0] + base, tri[1] + base, tri[2] + base],
-            name.as_deref(),
-        );
+    let reader = prim.reader(|buf| buffers.get(buf.index()).map(|d| &d.0[..]));
+    let mut idx = vec_with_capacity(index_count, "the index buffer", "split the level")
+        .map_err(|e| e.to_string())?;
+    idx.extend(
+        reader
+            .read_indices()
+            .ok_or("index data lies outside its buffer; re-export the file")?
+            .into_u32(),
+    );
+    if idx.len() != index_count {
+        return Err(format!(
+            "indices accessor {}: {} readable indices of {index_count}; re-export the file",
+            acc.index(),
+            idx.len()
+        ));
     }
-    Ok(())
+    if let Some((k, &v)) = idx.iter().enumerate().find(|(_, &v)| v as usize >= n) {
+        return Err(format!(
+            "indices accessor {}: index {k} (triangle {}) is vertex {v}, but {pos_id} has only {n} vertices; fix the index buffer",
+            acc.index(),
+            k / 3
+        ));
+    }
+    Ok(idx)
 }
 
 /// Checks an accessor's type, that its count is within `limit` (`id` names it, `unit` says

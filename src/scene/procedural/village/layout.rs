@@ -186,50 +186,9 @@ pub fn village_layout() -> VillageLayout {
     let bld = building();
     let t = bld.wall_t;
     let floor_y = bld.base + FLOOR_TOP;
-    let doors_at: Vec<&Opening> = bld.openings.iter().filter(|o| o.bottom == 0.0).collect();
-    let mut doorways: Vec<Doorway> = doors_at
-        .iter()
-        .map(|o| Doorway {
-            center: bld.opening_center(o),
-            normal: o.side.normal(),
-            width: o.width,
-            height: o.height,
-            exterior: true,
-        })
-        .collect();
-    doorways.push(Doorway {
-        center: Vec3::new(-13.0, floor_y, 12.0),
-        normal: Vec3::X,
-        width: DOOR_W,
-        height: DOOR_H,
-        exterior: false,
-    });
-    let windows = bld
-        .openings
-        .iter()
-        .filter(|o| o.bottom > 0.0)
-        .map(|o| Window {
-            center: bld.opening_center(o) + Vec3::Y * o.height / 2.0,
-            normal: o.side.normal(),
-            width: o.width,
-            height: o.height,
-            glazed: o.glass,
-        })
-        .collect();
-    let doors = doorways
-        .iter()
-        .enumerate()
-        .filter(|(_, d)| d.exterior)
-        .map(|(i, d)| {
-            let (closed, open) = door_frames(d.center, d.normal, d.width);
-            Door {
-                doorway: i,
-                object: ObjectId((1 + VEHICLES.len() + i) as u32),
-                closed,
-                open,
-            }
-        })
-        .collect();
+    let doorways = doorways(&bld, floor_y);
+    let windows = windows(&bld);
+    let doors = doors(&doorways);
     let (lo, hi) = (BUILDING_MIN + t, BUILDING_MAX - t);
     let room_x = (lo.x + (-13.0 - 0.075)) / 2.0;
     let side_x = ((-13.0 + 0.075) + hi.x) / 2.0;
@@ -259,22 +218,85 @@ pub fn village_layout() -> VillageLayout {
         ),
         steep_slope_normal: Vec3::new(-slope.sin(), slope.cos(), 0.0),
         steep_slope_degrees: SLOPE_DEG,
-        vehicles: VEHICLES
-            .iter()
-            .enumerate()
-            .map(|(i, &(p, h, length, width, clearance, _))| Vehicle {
-                position: p,
-                heading: Vec3::new(h.x, 0.0, h.y).normalize(),
-                length,
-                width,
-                clearance,
-                object: ObjectId(1 + i as u32),
-            })
-            .collect(),
+        vehicles: vehicles(),
         box_stacks: BOX_STACKS.to_vec(),
         boulder_clusters: BOULDERS.to_vec(),
         bushes: BUSHES.to_vec(),
     }
+}
+
+/// The building's exterior doorways (its openings reaching the floor, in order), then the
+/// interior doorway.
+fn doorways(bld: &Building, floor_y: f32) -> Vec<Doorway> {
+    let mut doorways: Vec<Doorway> = bld
+        .openings
+        .iter()
+        .filter(|o| o.bottom == 0.0)
+        .map(|o| Doorway {
+            center: bld.opening_center(o),
+            normal: o.side.normal(),
+            width: o.width,
+            height: o.height,
+            exterior: true,
+        })
+        .collect();
+    doorways.push(Doorway {
+        center: Vec3::new(-13.0, floor_y, 12.0),
+        normal: Vec3::X,
+        width: DOOR_W,
+        height: DOOR_H,
+        exterior: false,
+    });
+    doorways
+}
+
+/// The building's openings with a sill, in order.
+fn windows(bld: &Building) -> Vec<Window> {
+    bld.openings
+        .iter()
+        .filter(|o| o.bottom > 0.0)
+        .map(|o| Window {
+            center: bld.opening_center(o) + Vec3::Y * o.height / 2.0,
+            normal: o.side.normal(),
+            width: o.width,
+            height: o.height,
+            glazed: o.glass,
+        })
+        .collect()
+}
+
+/// A door leaf in each exterior doorway; objects numbered after the vehicles.
+fn doors(doorways: &[Doorway]) -> Vec<Door> {
+    doorways
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.exterior)
+        .map(|(i, d)| {
+            let (closed, open) = door_frames(d.center, d.normal, d.width);
+            Door {
+                doorway: i,
+                object: ObjectId((1 + VEHICLES.len() + i) as u32),
+                closed,
+                open,
+            }
+        })
+        .collect()
+}
+
+/// The parked vehicles, objects 1..=3.
+fn vehicles() -> Vec<Vehicle> {
+    VEHICLES
+        .iter()
+        .enumerate()
+        .map(|(i, &(p, h, length, width, clearance, _))| Vehicle {
+            position: p,
+            heading: Vec3::new(h.x, 0.0, h.y).normalize(),
+            length,
+            width,
+            clearance,
+            object: ObjectId(1 + i as u32),
+        })
+        .collect()
 }
 
 /// Waypoints for the building and a sparse set outdoors, all on flat ground (y is the floor

@@ -120,6 +120,18 @@ pub fn village(seed: u64, detail: u32) -> Scene {
     let mut b = Builder::new(d);
     let mut rng = Rng::new(seed);
     let terrain = Terrain::new(&mut rng.fork(1));
+    let grass = ground(&mut b, &terrain, d);
+    plateau(&mut b, d, grass);
+    building().build(&mut b);
+    boulders(&mut b, &mut rng.fork(2), &terrain, d);
+    box_stacks(&mut b, &mut rng.fork(3), d);
+    bushes(&mut b, &mut rng, d);
+    movables(&mut b);
+    b.finish()
+}
+
+/// The hilly ground over the whole map: grass, bare ground on the pads. Returns the grass.
+fn ground(b: &mut Builder, terrain: &Terrain, d: f32) -> u32 {
     let (grass, ground) = (b.mat(Mat::Grass), b.mat(Mat::Ground));
     let n = segs(2.0 * HALF, d);
     height_field(
@@ -136,8 +148,12 @@ pub fn village(seed: u64, detail: u32) -> Scene {
             }
         },
     );
-    // The plateau: a closed solid sunk 0.5 m into the ground, its west face the steep slope
-    // and its south face the cliff.
+    grass
+}
+
+/// The plateau: a closed solid sunk 0.5 m into the ground, its west face the steep slope
+/// and its south face the cliff; and the ramp up it. `grass` covers the plateau's top.
+fn plateau(b: &mut Builder, d: f32, grass: u32) {
     let run = |y: f32| y / SLOPE_DEG.to_radians().tan();
     let c: [Vec3; 8] = std::array::from_fn(|k| {
         let y = if k & 2 == 0 { -0.5 } else { CLIFF };
@@ -167,12 +183,11 @@ pub fn village(seed: u64, detail: u32) -> Scene {
         Vec3::new(x, y, if k & 4 == 0 { RAMP_MIN.y } else { RAMP_MAX.y })
     });
     hexa(&mut b.level, &r, d, [rock, rock, rock, slope, rock, rock]);
+}
 
-    building().build(&mut b);
-
-    // Boulder clusters: four seeded boulders each, sunk a quarter of their height.
+/// Boulder clusters: four seeded boulders each, sunk a quarter of their height.
+fn boulders(b: &mut Builder, brng: &mut Rng, terrain: &Terrain, d: f32) {
     let stone = b.mat(Mat::Rock);
-    let mut brng = rng.fork(2);
     for c in BOULDERS {
         for _ in 0..4 {
             let a = brng.range(0.0, std::f32::consts::TAU);
@@ -181,7 +196,7 @@ pub fn village(seed: u64, detail: u32) -> Scene {
             let radii = Vec3::new(rx, rx * brng.range(0.5, 0.9), rx * brng.range(0.7, 1.1));
             let p = c + Vec3::new(a.cos() * r, 0.0, a.sin() * r);
             let centre = Vec3::new(p.x, terrain.height(p.x, p.z) + radii.y * 0.75, p.z);
-            let bumps = Bumps::new(&mut brng, 0.15);
+            let bumps = Bumps::new(brng, 0.15);
             blob(
                 &mut b.level,
                 centre,
@@ -192,9 +207,11 @@ pub fn village(seed: u64, detail: u32) -> Scene {
             );
         }
     }
-    // Box stacks of 1.2 m crates, each crate jittered a little.
+}
+
+/// Box stacks of 1.2 m crates, each crate jittered a little.
+fn box_stacks(b: &mut Builder, crng: &mut Rng, d: f32) {
     let crate_mat = b.mat(Mat::Crate);
-    let mut crng = rng.fork(3);
     let templates: [&[(f32, f32, f32)]; 3] = [
         &[
             (-0.6, 0.0, -0.6),
@@ -229,6 +246,10 @@ pub fn village(seed: u64, detail: u32) -> Scene {
             );
         }
     }
+}
+
+/// Bushes: foliage blobs (block sight, not fire); each forks its bumps from `rng`.
+fn bushes(b: &mut Builder, rng: &mut Rng, d: f32) {
     let foliage = b.mat(Mat::Foliage);
     for p in BUSHES {
         let bumps = Bumps::new(&mut rng.fork(4), 0.2);
@@ -241,15 +262,17 @@ pub fn village(seed: u64, detail: u32) -> Scene {
             foliage,
         );
     }
+}
 
+/// The movable objects, in object order: the vehicles, then the door leaves (standing open).
+fn movables(b: &mut Builder) {
     let layout = village_layout();
     for (&(_, _, length, width, clearance, truck), v) in VEHICLES.iter().zip(&layout.vehicles) {
-        let mesh = vehicle(&mut b, length, width, clearance, truck);
+        let mesh = vehicle(b, length, width, clearance, truck);
         b.movable(mesh, frame(v.position, Vec2::new(v.heading.x, v.heading.z)));
     }
     for door in &layout.doors {
-        let mesh = door_leaf(&mut b, DOOR_W, 2.0);
+        let mesh = door_leaf(b, DOOR_W, 2.0);
         b.movable(mesh, door.open);
     }
-    b.finish()
 }
