@@ -1,6 +1,7 @@
 //! GPU batch sizes: occlusion rays per second of `Engine::occluded` on the GPU backend for
 //! batches of 1k, 10k, 100k and 1M random long segments over `village`, with the CPU backend
-//! beside each in the same group (`cpu`, `gpu`); a coherent fan (one eye 1.6 m above the
+//! beside each in the same group (`cpu`, `gpu` on the compute kernels and, where the adapter
+//! offers wgpu's ray queries, `gpu-rq` on them); a coherent fan (one eye 1.6 m above the
 //! ground, 64 x 64 targets 0.5 m above it, found with downward `closest_hit` rays, row-major),
 //! the case of a sensor grid; the time of one 32-segment call (the per-call overhead:
 //! upload, dispatch, submit, readback); and ten batches of 100k traced by ten sequential calls
@@ -23,7 +24,7 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use common::gpu_engine;
+use common::gpu_engines;
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput};
 use glam::Vec3;
@@ -145,7 +146,7 @@ fn sizes() -> Vec<(usize, &'static str)> {
     sizes
 }
 
-fn batches(c: &mut Criterion, scene: &Scene, segs: &[Segment], gpu: Option<&Engine>) {
+fn batches(c: &mut Criterion, scene: &Scene, segs: &[Segment], gpus: &[(&'static str, Engine)]) {
     let cpu = Engine::cpu();
     for (n, name) in sizes() {
         let batch = &segs[..n];
@@ -154,8 +155,8 @@ fn batches(c: &mut Criterion, scene: &Scene, segs: &[Segment], gpu: Option<&Engi
         g.bench_function("cpu", |b| {
             b.iter(|| cpu.occluded(scene, black_box(batch), Mask::SIGHT))
         });
-        if let Some(gpu) = gpu {
-            counted(&mut g, "gpu", gpu, || {
+        for (name, gpu) in gpus {
+            counted(&mut g, name, gpu, || {
                 black_box(gpu.occluded(scene, black_box(batch), Mask::SIGHT).unwrap());
             });
         }
@@ -163,30 +164,40 @@ fn batches(c: &mut Criterion, scene: &Scene, segs: &[Segment], gpu: Option<&Engi
     }
 }
 
-fn coherent_fan(c: &mut Criterion, scene: &Scene, fan: &[Segment], gpu: Option<&Engine>) {
+fn coherent_fan(
+    c: &mut Criterion,
+    scene: &Scene,
+    fan: &[Segment],
+    gpus: &[(&'static str, Engine)],
+) {
     let cpu = Engine::cpu();
     let mut g = c.benchmark_group("occluded/village/fan64x64");
     g.throughput(Throughput::Elements(fan.len() as u64));
     g.bench_function("cpu", |b| {
         b.iter(|| cpu.occluded(scene, black_box(fan), Mask::SIGHT))
     });
-    if let Some(gpu) = gpu {
-        counted(&mut g, "gpu", gpu, || {
+    for (name, gpu) in gpus {
+        counted(&mut g, name, gpu, || {
             black_box(gpu.occluded(scene, black_box(fan), Mask::SIGHT).unwrap());
         });
     }
     g.finish();
 }
 
-fn call_overhead(c: &mut Criterion, scene: &Scene, segs: &[Segment], gpu: Option<&Engine>) {
+fn call_overhead(
+    c: &mut Criterion,
+    scene: &Scene,
+    segs: &[Segment],
+    gpus: &[(&'static str, Engine)],
+) {
     let cpu = Engine::cpu();
     let batch = &segs[..SMALL_CALL];
     let mut g = c.benchmark_group(format!("call/village/{SMALL_CALL}"));
     g.bench_function("cpu", |b| {
         b.iter(|| cpu.occluded(scene, black_box(batch), Mask::SIGHT))
     });
-    if let Some(gpu) = gpu {
-        counted(&mut g, "gpu", gpu, || {
+    for (name, gpu) in gpus {
+        counted(&mut g, name, gpu, || {
             black_box(gpu.occluded(scene, black_box(batch), Mask::SIGHT).unwrap());
         });
     }
@@ -195,7 +206,7 @@ fn call_overhead(c: &mut Criterion, scene: &Scene, segs: &[Segment], gpu: Option
 
 /// Ten batches of 100k: ten sequential calls, and one pipelined stream (batch k + 1 uploaded
 /// and submitted before batch k is read).
-fn stream(c: &mut Criterion, scene: &Scene, segs: &[Segment], gpu: Option<&Engine>) {
+fn stream(c: &mut Criterion, scene: &Scene, segs: &[Segment], gpus: &[(&'static str, Engine)]) {
     let cpu = Engine::cpu();
     let tenth: Vec<&[Segment]> = segs.chunks(segs.len() / 10).take(10).collect();
     let sequential = |e: &Engine| {
@@ -213,9 +224,11 @@ fn stream(c: &mut Criterion, scene: &Scene, segs: &[Segment], gpu: Option<&Engin
     let mut g = c.benchmark_group("stream/village/10x100k");
     g.throughput(Throughput::Elements(segs.len() as u64));
     g.bench_function("cpu", |b| b.iter(|| sequential(&cpu)));
-    if let Some(gpu) = gpu {
-        counted(&mut g, "gpu-sequential", gpu, || sequential(gpu));
-        counted(&mut g, "gpu-stream", gpu, || streamed(gpu));
+    for (name, gpu) in gpus {
+        counted(&mut g, &format!("{name}-sequential"), gpu, || {
+            sequential(gpu)
+        });
+        counted(&mut g, &format!("{name}-stream"), gpu, || streamed(gpu));
     }
     g.finish();
 }
@@ -227,7 +240,7 @@ fn main() {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(4))
         .configure_from_args();
-    let gpu = gpu_engine();
+    let gpus = gpu_engines();
     let scene = procedural::village(1, 1);
     let largest = sizes().last().unwrap().0;
     let segs = long_segments(&scene, largest, 0x6770_7521);
@@ -243,14 +256,14 @@ fn main() {
         fan.len(),
         rayon::current_num_threads()
     );
-    if let Some(gpu) = &gpu {
+    for (name, gpu) in &gpus {
         let gpu_bits = gpu.occluded(&scene, &segs, Mask::SIGHT).unwrap();
         let differ = (0..largest)
             .filter(|&i| cpu_bits.get(i) != gpu_bits.get(i))
             .count();
         let gpu_fan = gpu.occluded(&scene, &fan, Mask::SIGHT).unwrap();
         eprintln!(
-            "gpu and cpu differ on {differ} of {largest} long segments, {} of {} fan lines",
+            "{name} and cpu differ on {differ} of {largest} long segments, {} of {} fan lines",
             (0..fan.len())
                 .filter(|&i| cpu_fan.get(i) != gpu_fan.get(i))
                 .count(),
@@ -258,16 +271,19 @@ fn main() {
         );
         let tracer = gpu.gpu().expect("a GPU engine");
         eprintln!(
-            "gpu: {} queries per dispatch at most",
+            "{name}: {} queries per dispatch at most",
             tracer.max_queries_per_dispatch()
         );
     }
-    batches(&mut c, &scene, &segs, gpu.as_ref());
-    coherent_fan(&mut c, &scene, &fan, gpu.as_ref());
-    call_overhead(&mut c, &scene, &segs, gpu.as_ref());
-    stream(&mut c, &scene, &segs[..1_000_000], gpu.as_ref());
-    if let Some(gpu) = &gpu {
-        eprintln!("gpu workspace: {:?}", gpu.gpu().unwrap().workspace_stats());
+    batches(&mut c, &scene, &segs, &gpus);
+    coherent_fan(&mut c, &scene, &fan, &gpus);
+    call_overhead(&mut c, &scene, &segs, &gpus);
+    stream(&mut c, &scene, &segs[..1_000_000], &gpus);
+    for (name, gpu) in &gpus {
+        eprintln!(
+            "{name} workspace: {:?}",
+            gpu.gpu().unwrap().workspace_stats()
+        );
     }
     c.final_summary();
 }

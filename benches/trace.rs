@@ -1,10 +1,11 @@
 //! Rays per second, side by side in one run on the same scenes and queries: our CPU backend, our
-//! GPU backend (one shared headless device; on a machine without a GPU that is lavapipe, a CPU
-//! Vulkan driver), parry3d and, with the `embree` feature, Embree 3 (`rtcOccluded1`,
+//! GPU backend on its compute kernels (`gpu`) and on wgpu's ray queries where the adapter offers
+//! them (`gpu-rq`; on a machine without a GPU both run on lavapipe, a CPU Vulkan driver), parry3d and, with the `embree` feature, Embree 3 (`rtcOccluded1`,
 //! `rtcOccluded16`, `rtcIntersect1`). Queries: random short and long segments, coherent fans
 //! (an eye tracing a 64 x 64 grid of ground points, as a sensor grid does) and random rays for
 //! closest hits, on the real `dungeon.obj`, `village` and a 1M-triangle `urban`. Also times the
-//! BVH build of that `urban`.
+//! BVH build of that `urban`, and its upload to each GPU engine (`upload/urban1m`: for `gpu-rq`
+//! that includes building the acceleration structures).
 //!
 //! ```text
 //! .ci/install-embree && WGPU_BACKEND=vulkan cargo bench --bench trace --features embree
@@ -27,7 +28,7 @@ mod common;
 #[path = "common/embree.rs"]
 mod embree;
 
-use common::{dungeon, gpu_engine, ms};
+use common::{dungeon, gpu_engines, ms};
 use criterion::{BatchSize, Criterion, Throughput};
 use glam::Vec3;
 use parry3d::query::{Ray as ParryRay, RayCast};
@@ -269,7 +270,7 @@ fn check_occlusion(case: &Case, kind: Kind, segs: &[Segment], ours: &[bool]) {
     }
 }
 
-fn occlusion(c: &mut Criterion, cases: &[Case], gpu: Option<&Engine>) {
+fn occlusion(c: &mut Criterion, cases: &[Case], gpus: &[(&'static str, Engine)]) {
     let cpu = Engine::cpu();
     for case in cases {
         for (k, kind) in [Kind::Short, Kind::Long, Kind::Fan].into_iter().enumerate() {
@@ -295,8 +296,8 @@ fn occlusion(c: &mut Criterion, cases: &[Case], gpu: Option<&Engine>) {
             g.bench_function("parry3d", |b| {
                 b.iter(|| parry_occluded(&case.parry, black_box(&segs)))
             });
-            if let Some(gpu) = gpu {
-                g.bench_function("gpu", |b| {
+            for (name, gpu) in gpus {
+                g.bench_function(*name, |b| {
                     b.iter(|| gpu.occluded(&case.scene, black_box(&segs), Mask::SIGHT))
                 });
             }
@@ -346,7 +347,7 @@ fn check_closest(case: &Case, rays: &[Ray], ours: &[Option<sightline::Hit>]) {
     }
 }
 
-fn closest(c: &mut Criterion, cases: &[Case], gpu: Option<&Engine>) {
+fn closest(c: &mut Criterion, cases: &[Case], gpus: &[(&'static str, Engine)]) {
     let cpu = Engine::cpu();
     for case in cases {
         let rays = rays(&case.scene, BATCH, 0xC105E);
@@ -364,13 +365,39 @@ fn closest(c: &mut Criterion, cases: &[Case], gpu: Option<&Engine>) {
         g.bench_function("parry3d", |b| {
             b.iter(|| parry_closest(&case.parry, black_box(&rays)))
         });
-        if let Some(gpu) = gpu {
-            g.bench_function("gpu", |b| {
+        for (name, gpu) in gpus {
+            g.bench_function(*name, |b| {
                 b.iter(|| gpu.closest_hit_records(&case.scene, black_box(&rays), Mask::SIGHT))
             });
         }
         g.finish();
     }
+}
+
+/// The scene's upload to each GPU engine, from a fresh copy (a new scene to the engine's
+/// cache) to the answer of one segment: the triangles and BVH nodes for the compute kernels;
+/// the triangles, the acceleration structures' inputs and their build for ray queries.
+fn scene_upload(c: &mut Criterion, scene: &Scene, gpus: &[(&'static str, Engine)]) {
+    let mut g = c.benchmark_group("upload/urban1m");
+    g.throughput(Throughput::Elements(scene.triangle_count() as u64));
+    let seg = [Segment::new(
+        Vec3::new(0.0, 50.0, 0.0),
+        Vec3::new(1.0, 0.0, 1.0),
+    )];
+    scene.tiers();
+    for (name, gpu) in gpus {
+        g.bench_function(*name, |b| {
+            b.iter_batched(
+                || scene.clone(),
+                |fresh| {
+                    black_box(gpu.occluded(&fresh, &seg, Mask::SIGHT).unwrap());
+                    fresh
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    g.finish();
 }
 
 /// Fresh BVH tiers for the 1M-triangle urban scene (`unbuilt` must not have built its tiers).
@@ -402,7 +429,7 @@ fn main() {
         .measurement_time(Duration::from_secs(3))
         .configure_from_args();
 
-    let gpu = gpu_engine();
+    let gpus = gpu_engines();
     let t = Instant::now();
     let d = procedural::detail_for_triangles("urban", 1, 1_000_000).expect("urban detail");
     let urban = procedural::urban(1, d);
@@ -416,8 +443,9 @@ fn main() {
         prepare("dungeon", dungeon()),
         prepare("urban1m", urban),
     ];
-    occlusion(&mut c, &cases, gpu.as_ref());
-    closest(&mut c, &cases, gpu.as_ref());
+    occlusion(&mut c, &cases, &gpus);
+    closest(&mut c, &cases, &gpus);
+    scene_upload(&mut c, &cases[2].scene, &gpus);
     drop(cases);
     bvh_build(&mut c, &unbuilt);
     c.final_summary();

@@ -122,10 +122,16 @@ fn whole(c: &mut Criterion, name: &str, scene: &Scene, corner: Vec2, gpu: Option
         ms(t.elapsed())
     );
     if let Some(g) = gpu {
-        let got = draw(g);
+        // Backends agree by contract, not bit for bit (a GPU may fuse `a * b + c`; ray queries
+        // may keep the other of two coincident faces): a few pixels on edges may differ.
+        let differ = differing(&draw(g), &want);
+        eprintln!(
+            "whole_{name}: {differ} of {} pixels differ from the CPU's",
+            SIDE * SIDE
+        );
         assert!(
-            same(&got, &want),
-            "{name}: the GPU's underlay differs from the CPU's"
+            differ * 1000 <= SIDE * SIDE,
+            "{name}: the GPU's underlay differs from the CPU's in {differ} pixels"
         );
     }
     let mut g = c.benchmark_group(format!("underlay/whole_{name}"));
@@ -137,13 +143,16 @@ fn whole(c: &mut Criterion, name: &str, scene: &Scene, corner: Vec2, gpu: Option
     g.finish();
 }
 
-fn same(a: &Underlay, b: &Underlay) -> bool {
-    a.surface == b.surface
-        && a.cover == b.cover
-        && a.elevation
-            .iter()
-            .zip(&b.elevation)
-            .all(|(x, y)| x.to_bits() == y.to_bits())
+/// Pixels whose surface or cover class differs, or whose elevation differs by over 1 mm.
+fn differing(a: &Underlay, b: &Underlay) -> usize {
+    (0..a.surface.len())
+        .filter(|&i| {
+            a.surface[i] != b.surface[i]
+                || a.cover[i] != b.cover[i]
+                || !(a.elevation[i].to_bits() == b.elevation[i].to_bits()
+                    || (a.elevation[i] - b.elevation[i]).abs() <= 1e-3)
+        })
+        .count()
 }
 
 fn main() {

@@ -223,7 +223,11 @@ impl Engine {
             "GPU backend on {} ({:?}), {}",
             info.name,
             info.backend,
-            if ray_query { "ray queries" } else { "compute kernels" }
+            if ray_query {
+                "ray queries"
+            } else {
+                "compute kernels"
+            }
         );
         Ok(Engine {
             fusion: Fusion::None,

@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 mod ray_query;
-pub use ray_query::RayQuery;
 use ray_query::ChunkAccel;
+pub use ray_query::RayQuery;
 
 const WORKGROUP: u32 = 64;
 

@@ -39,9 +39,15 @@ fn every_kernel_compiles_on_both_walks() {
         for (walk, ray_query) in [("bvh_walk", false), ("ray_query", true)] {
             let source = sightline::gpu_kernel_source_for(kernel, ray_query);
             let file = std::fs::read_to_string(format!("{dir}/{walk}.wgsl")).unwrap();
-            assert!(source.contains(file.trim_end()), "{kernel}: {walk}.wgsl missing");
+            assert!(
+                source.contains(file.trim_end()),
+                "{kernel}: {walk}.wgsl missing"
+            );
             let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| {
-                panic!("{kernel} on {walk} does not parse:\n{}", e.emit_to_string(&source))
+                panic!(
+                    "{kernel} on {walk} does not parse:\n{}",
+                    e.emit_to_string(&source)
+                )
             });
             let caps = if ray_query {
                 Capabilities::RAY_QUERY
@@ -51,7 +57,10 @@ fn every_kernel_compiles_on_both_walks() {
             Validator::new(ValidationFlags::all(), caps)
                 .validate(&module)
                 .unwrap_or_else(|e| {
-                    panic!("{kernel} on {walk} does not validate:\n{}", e.emit_to_string(&source))
+                    panic!(
+                        "{kernel} on {walk} does not validate:\n{}",
+                        e.emit_to_string(&source)
+                    )
                 });
             let binds_accel = module.global_variables.iter().any(|(_, v)| {
                 matches!(

@@ -528,7 +528,9 @@ fn huge_batches_and_small_bindings_split_without_changing_answers() {
     let split = small
         .closest_hit_records(&village, &rays, Mask::FIRE)
         .unwrap();
-    let whole = gpu.closest_hit_records(&village, &rays, Mask::FIRE).unwrap();
+    let whole = gpu
+        .closest_hit_records(&village, &rays, Mask::FIRE)
+        .unwrap();
     if !gpu.uses_ray_query() {
         assert_eq!(split, whole);
         return;

@@ -2,7 +2,7 @@
 #![allow(dead_code)] // each bench uses part of it
 
 use sightline::scene::{load_obj, LoadOptions};
-use sightline::{Engine, EngineOptions, Scene};
+use sightline::{Engine, EngineOptions, RayQuery, Scene};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -25,11 +25,42 @@ pub fn dungeon() -> Scene {
 }
 
 pub fn gpu_engine() -> Option<Engine> {
-    match Engine::headless_gpu(EngineOptions::default()) {
+    gpu_engine_with(RayQuery::Auto)
+}
+
+/// The GPU engines a bench puts beside the CPU backend: `gpu` on the compute kernels and,
+/// where the adapter offers ray queries, `gpu-rq` on them (each on its own device).
+pub fn gpu_engines() -> Vec<(&'static str, Engine)> {
+    let Some(compute) = gpu_engine_with(RayQuery::Off) else {
+        return Vec::new();
+    };
+    let mut engines = vec![("gpu", compute)];
+    let options = EngineOptions {
+        ray_query: RayQuery::On,
+        ..Default::default()
+    };
+    match Engine::headless_gpu(options) {
+        Ok(e) => engines.push(("gpu-rq", e)),
+        Err(e) => eprintln!("gpu-rq: none ({e}); skipping the ray-query functions"),
+    }
+    engines
+}
+
+fn gpu_engine_with(ray_query: RayQuery) -> Option<Engine> {
+    let options = EngineOptions {
+        ray_query,
+        ..Default::default()
+    };
+    match Engine::headless_gpu(options) {
         Ok(engine) => {
             eprintln!(
-                "gpu: {}",
-                engine.adapter_name().unwrap_or("unknown adapter")
+                "gpu: {} ({})",
+                engine.adapter_name().unwrap_or("unknown adapter"),
+                if engine.uses_ray_query() {
+                    "ray queries"
+                } else {
+                    "compute kernels"
+                }
             );
             Some(engine)
         }

@@ -297,9 +297,8 @@ pub(crate) fn trace_rows(
         return Ok(false);
     };
     tracer.check_lost()?;
-    let kit = tracer.cached(|device| {
-        Kit::new(device, tracer.trace_layout(), tracer.uses_ray_query())
-    });
+    let kit =
+        tracer.cached(|device| Kit::new(device, tracer.trace_layout(), tracer.uses_ray_query()));
     let pipeline = kit.pipeline.as_ref().map_err(|e| Error::Gpu(e.clone()))?;
     let oom = tracer
         .device()
