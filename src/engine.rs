@@ -71,7 +71,10 @@ impl Engine {
         self.fusion
     }
 
-    /// Features the engine needs on a caller's device (none beyond WebGPU's defaults).
+    /// Features the engine needs on a caller's device (none beyond WebGPU's defaults). A
+    /// caller's device that also has `wgpu::Features::EXPERIMENTAL_RAY_QUERY` (requested with
+    /// `wgpu::ExperimentalFeatures::enabled()` and the adapter's acceleration-structure limits)
+    /// lets the engine walk the scene with hardware ray queries ([`EngineOptions::ray_query`]).
     #[must_use]
     pub fn required_features() -> wgpu::Features {
         wgpu::Features::empty()

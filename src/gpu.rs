@@ -3,7 +3,10 @@
 //!
 //! A scene tier larger than one storage binding is cut into chunks, each with its own BVH; a
 //! batch runs over every chunk, and the kernels merge chunk results (bits are OR-ed, closest hits
-//! keep the nearer record, ties to the lower triangle id), so splitting never changes an answer.
+//! keep the nearer record, ties to the lower triangle id), so splitting never changes an answer
+//! on the compute walk. On the ray-query walk (`ray_query.rs`) each chunk has its own
+//! acceleration structures instead; there a closest hit between two coincident faces may fall
+//! on either face, split or not (see ARCHITECTURE.md, "Ray queries propose, our test decides").
 //!
 //! Per-call buffers come from a workspace: each slice of a batch checks out a [`Slot`] (queries,
 //! output, readback and params buffers, plus bind groups for the scene chunks it last ran on),

@@ -27,7 +27,8 @@ const MAX_STEP_BACK: f32 = 10.0;
 /// an observer; otherwise the nearest point, stepping from the spot toward the nearest observer,
 /// sideways around the cover, or back along the arrival path (0.5 m steps, up to 10 m, on
 /// standable ground reachable straight from the spot), from which some posture's head sees the
-/// observer, in the lowest such posture (least exposed). Three batched calls.
+/// observer, in the lowest such posture (least exposed). Four batched engine calls: posture
+/// changes, ground under the steps, heads, walks.
 pub fn firing_positions(
     engine: &Engine,
     scene: &Scene,
