@@ -1011,3 +1011,138 @@ fn sight_lines_down_a_long_corridor_keep_a_deep_stack_and_find_the_wall() {
         }
     }
 }
+
+/// A GPU engine on each walk, whatever `SIGHTLINE_RAY_QUERY` says: the compute kernels, and
+/// ray queries where the adapter offers them. Without ray queries the second is `None`, and
+/// under `SIGHTLINE_RAY_QUERY=on` (CI, with Mesa 25's lavapipe) that is a failure.
+fn both_walks() -> Option<(Engine, Option<Engine>)> {
+    let with = |ray_query| EngineOptions {
+        ray_query,
+        ..Default::default()
+    };
+    let compute = gpu::gpu_engine_with(with(sightline::RayQuery::Off))?;
+    assert!(!compute.uses_ray_query());
+    let rq = match Engine::headless_gpu(with(sightline::RayQuery::On)) {
+        Ok(e) => Some(e),
+        Err(e) if std::env::var("SIGHTLINE_RAY_QUERY").is_ok_and(|v| v == "on") => {
+            panic!("SIGHTLINE_RAY_QUERY=on but no ray-query engine: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipping the ray-query half of this test: {e}");
+            None
+        }
+    };
+    assert!(rq.as_ref().is_none_or(Engine::uses_ray_query));
+    Some((compute, rq))
+}
+
+/// The hardware walk keeps the contract with the CPU twin on the real level and the built-in
+/// scenes (occlusion with SIGHT, closest hits), as the compute walk does.
+#[test]
+fn the_ray_query_walk_keeps_the_contract_on_real_and_built_in_scenes() {
+    let Some((compute, Some(rq))) = both_walks() else {
+        return;
+    };
+    let (dungeon, _) = load_obj(
+        common::data_dir().join("dungeon.obj"),
+        &LoadOptions::default(),
+    )
+    .unwrap();
+    for (scene, label) in [
+        (procedural::village(1, 1), "village"),
+        (procedural::urban(1, 1), "urban"),
+        (dungeon, "dungeon.obj"),
+    ] {
+        agree_by_contract(&scene, &format!("{label}, ray queries"), 300_000, &rq);
+        agree_by_contract(&scene, &format!("{label}, compute"), 100_000, &compute);
+    }
+}
+
+/// Ends are strict on the hardware walk too (a segment that ends on a face, or starts on one,
+/// is not blocked by it), and the instance masks cull by material class exactly as the flags
+/// say: glass stops fire only, foliage hides only, a fence blocks nothing.
+#[test]
+fn ray_queries_keep_strict_ends_and_material_classes() {
+    let Some((_, Some(rq))) = both_walks() else {
+        return;
+    };
+    let materials = vec![
+        Material::new("wall", MaterialFlags::SOLID, 0.5),
+        Material::new("glass", MaterialFlags::BLOCKS_FIRE, 0.6),
+        Material::new("foliage", MaterialFlags::BLOCKS_SIGHT, 0.25),
+        Material::new("fence", MaterialFlags::NONE, 0.4),
+    ];
+    // Four 4 m x 4 m panes across the x axis at x = 0, 2, 4, 6 (walls, glass, foliage, fence).
+    let mut mesh = Mesh::default();
+    for m in 0..4u32 {
+        let x = 2.0 * m as f32;
+        let p = |y: f32, z: f32| Vec3::new(x, y, z);
+        mesh.push_quad(p(-2.0, -2.0), p(-2.0, 2.0), p(2.0, 2.0), p(2.0, -2.0), m);
+    }
+    let scene = Scene::from_mesh(mesh, materials).unwrap();
+    let seg = |a: f32, b: f32| Segment::new(Vec3::new(a, 0.1, 0.2), Vec3::new(b, 0.1, 0.2));
+    // (segment, blocked for SIGHT, blocked for FIRE)
+    let cases = [
+        (seg(-1.0, 0.0), false, false), // ends on the wall
+        (seg(0.0, 1.0), false, false),  // starts on it
+        (seg(-1.0, 1.0), true, true),   // through the wall
+        (seg(1.0, 3.0), false, true),   // through the glass
+        (seg(3.0, 5.0), true, false),   // through the foliage
+        (seg(5.0, 7.0), false, false),  // through the fence
+        (seg(1.0, 2.0), false, false),  // ends on the glass
+    ];
+    let segs: Vec<Segment> = cases.iter().map(|c| c.0).collect();
+    for (mask, expect) in [(Mask::SIGHT, 1), (Mask::FIRE, 2)] {
+        for (e, label) in [(&rq, "ray queries"), (&Engine::cpu(), "cpu")] {
+            let bits = e.occluded(&scene, &segs, mask).unwrap();
+            for (i, c) in cases.iter().enumerate() {
+                let want = if expect == 1 { c.1 } else { c.2 };
+                assert_eq!(bits.get(i), want, "{label} {mask:?}: {:?}", c.0);
+            }
+        }
+    }
+    // Closest hits for FIRE down the x axis: the wall from x = -1, the glass from x = 1 (the
+    // same side of both panes), and past x = 5 only the fence, which blocks nothing.
+    let ray = |x: f32| Ray::new(Vec3::new(x, 0.1, 0.2), Vec3::X, f32::INFINITY);
+    let rays = [ray(-1.0), ray(1.0), ray(5.0)];
+    let want = Engine::cpu()
+        .closest_hit_records(&scene, &rays, Mask::FIRE)
+        .unwrap();
+    let got = rq.closest_hit_records(&scene, &rays, Mask::FIRE).unwrap();
+    assert_eq!(got, want);
+    assert_eq!((got[0].t, got[0].material), (1.0, 0));
+    assert_eq!(
+        (got[1].t, got[1].material, got[1].back),
+        (1.0, 1, got[0].back)
+    );
+    assert!(cpu::is_miss(&got[2]));
+}
+
+/// On the hardware walk a tier that changes is rebuilt (a moved door blocks where it now
+/// stands), and the builds ride in the submission of the trace that needs them: a first call
+/// on a scene makes one submission and one wait, as on the compute walk.
+#[test]
+fn acceleration_structures_follow_moved_objects_without_extra_submissions() {
+    let Some((_, Some(rq))) = both_walks() else {
+        return;
+    };
+    let mut scene = procedural::rock(1, 1);
+    let mut door = Mesh::default();
+    let p = |x: f32, y: f32| Vec3::new(x, y, 0.0);
+    door.push_quad(p(-1.0, 0.0), p(1.0, 0.0), p(1.0, 2.0), p(-1.0, 2.0), 0);
+    let at = |x: f32| Affine3A::from_translation(Vec3::new(x, 0.0, 20.0));
+    let id = scene.add_object(door, at(20.0), Mobility::Movable).unwrap();
+    let through = Segment::new(Vec3::new(20.0, 1.0, 18.0), Vec3::new(20.0, 1.0, 22.0));
+    let before = rq.counters().total;
+    assert!(rq.occluded(&scene, &[through], Mask::SIGHT).unwrap().get(0));
+    let first = rq.counters().total.since(&before);
+    assert_eq!((first.submissions, first.waits), (1, 1), "{first:?}");
+    for (x, blocked) in [(23.0, false), (20.0, true), (20.5, true), (22.0, false)] {
+        scene.set_transform(id, at(x)).unwrap();
+        let before = rq.counters().total;
+        let bits = rq.occluded(&scene, &[through], Mask::SIGHT).unwrap();
+        assert_eq!(bits.get(0), blocked, "door at x = {x}");
+        let d = rq.counters().total.since(&before);
+        assert_eq!((d.submissions, d.waits), (1, 1), "door at x = {x}: {d:?}");
+    }
+}
