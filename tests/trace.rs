@@ -269,20 +269,25 @@ fn agree_by_contract(scene: &Scene, label: &str, n: usize, other: &Engine) {
     );
 }
 
-/// The fused CPU twins (`a * b + c` in one rounding, as a contracting GPU compiler may) keep
-/// the contract with the plain one, as a real GPU must.
-#[test]
-fn fused_twins_agree_with_the_plain_twin_by_contract() {
+/// The scenes the contract suites trace: the real level and two built-in scenes.
+fn contract_scenes() -> [(Scene, &'static str); 3] {
     let (dungeon, _) = load_obj(
         common::data_dir().join("dungeon.obj"),
         &LoadOptions::default(),
     )
     .unwrap();
-    for (scene, label) in [
+    [
         (procedural::village(1, 1), "village"),
         (procedural::urban(1, 1), "urban"),
         (dungeon, "dungeon.obj"),
-    ] {
+    ]
+}
+
+/// The fused CPU twins (`a * b + c` in one rounding, as a contracting GPU compiler may) keep
+/// the contract with the plain one, as a real GPU must.
+#[test]
+fn fused_twins_agree_with_the_plain_twin_by_contract() {
+    for (scene, label) in contract_scenes() {
         for fusion in [Fusion::First, Fusion::Last] {
             let label = format!("{label}, fused {fusion:?}");
             agree_by_contract(&scene, &label, 300_000, &Engine::cpu_fused(fusion));
@@ -1043,16 +1048,7 @@ fn the_ray_query_walk_keeps_the_contract_on_real_and_built_in_scenes() {
     let Some((compute, Some(rq))) = both_walks() else {
         return;
     };
-    let (dungeon, _) = load_obj(
-        common::data_dir().join("dungeon.obj"),
-        &LoadOptions::default(),
-    )
-    .unwrap();
-    for (scene, label) in [
-        (procedural::village(1, 1), "village"),
-        (procedural::urban(1, 1), "urban"),
-        (dungeon, "dungeon.obj"),
-    ] {
+    for (scene, label) in contract_scenes() {
         agree_by_contract(&scene, &format!("{label}, ray queries"), 300_000, &rq);
         agree_by_contract(&scene, &format!("{label}, compute"), 100_000, &compute);
     }
