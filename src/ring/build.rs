@@ -17,8 +17,11 @@
 //! it where that storey has ground there (a spot beside a house stays in the street, not on
 //! the eaves).
 
+mod explore;
 mod follow;
 mod join;
+mod parts;
+mod pull;
 
 pub use join::{FOLLOW_STEP, MAX_FOLLOW};
 
@@ -58,6 +61,10 @@ pub struct BuildReport {
     pub passages: u32,
     pub searched: u64,
     pub search_steps: u64,
+    /// Steps the wall followers exploring from the centre's part took
+    /// ([`RingParams::explore`] bounds them; their tasks that made no walk count in
+    /// `search_steps`).
+    pub explored: u64,
 }
 
 impl BuildReport {
@@ -93,7 +100,11 @@ pub(super) struct Builder {
     /// The current annotation's node and the nodes it walks to.
     annotation_node: u32,
     candidates: Vec<u32>,
-    /// Joining cut-off parts, once the ring and annotation tasks are done.
+    /// Where walks of the rings stopped at walls: starts for the exploring followers.
+    stops: Vec<explore::Stop>,
+    /// Exploring walls from the centre's part, once the ring and annotation tasks are done.
+    explorer: Option<explore::Exploring>,
+    /// Joining cut-off parts, once exploring is done.
     joiner: Option<join::Joining>,
     report: super::BuildReport,
 }
@@ -160,6 +171,8 @@ impl Builder {
             task: 0,
             annotation_node: 0,
             candidates: Vec::new(),
+            stops: Vec::new(),
+            explorer: None,
             joiner: None,
             report: super::BuildReport {
                 generated,
@@ -179,7 +192,9 @@ impl Builder {
 
     /// Whether every task has run.
     pub fn done(&self) -> bool {
-        self.task >= self.tasks() && self.joiner.as_ref().is_some_and(join::Joining::done)
+        self.task >= self.tasks()
+            && self.explorer.as_ref().is_some_and(explore::Exploring::done)
+            && self.joiner.as_ref().is_some_and(join::Joining::done)
     }
 
     /// Runs tasks until they are done or `budget` of work ([`BuildReport::work`]) is spent;
@@ -190,6 +205,8 @@ impl Builder {
             if self.task < self.tasks() {
                 self.run_task(surface);
                 self.task += 1;
+            } else if !self.explorer.as_ref().is_some_and(explore::Exploring::done) {
+                self.explore_task(surface);
             } else {
                 self.join_task(surface);
             }
@@ -218,6 +235,19 @@ impl Builder {
     fn walk(&mut self, surface: &WalkSurface, from: u32, to: Vec2) -> Walk {
         self.report.walks += 1;
         surface.walk(from, to)
+    }
+
+    /// Keeps where a walk from slot `from` (on `from_place`) towards `toward` stopped, as a
+    /// start for the exploring followers.
+    fn stopped(&mut self, from: u32, from_place: u32, place: u32, toward: Vec2) {
+        if self.params.explore > 0 {
+            self.stops.push(explore::Stop {
+                from,
+                from_place,
+                place,
+                toward,
+            });
+        }
     }
 
     fn connect(&mut self, a: u32, b: u32) {
@@ -303,6 +333,7 @@ impl Builder {
             if w.arrived() {
                 return self.place(s, w.end, NodeKind::Ring, Some(inner));
             }
+            self.stopped(inner, from, w.end, spot);
             if w.steps > 0 && w.fraction() >= self.params.clamp {
                 return self.place(s, w.end, NodeKind::Clamped, Some(inner));
             }
@@ -336,6 +367,9 @@ impl Builder {
         }
         let target = self.pos(surface, b).map_or(spot, |p| p.xz());
         let w = self.walk(surface, from, target);
+        if !w.arrived() {
+            self.stopped(a, from, w.end, target);
+        }
         let b_place = self.slots[b as usize].place;
         if w.arrived() && Some(w.end) == b_place {
             self.connect(a, b);

@@ -44,7 +44,8 @@ pub const MAX_PER_RING: u32 = 1024;
 pub const MAX_RING_NODES: u32 = 1 << 16;
 /// Largest radius (metres).
 pub const MAX_RADIUS: f32 = 2000.0;
-/// Most steps the joining wall followers of one build may take ([`RingParams::search`]).
+/// Most steps the joining wall followers of one build may take ([`RingParams::search`]), and
+/// the exploring ones ([`RingParams::explore`]).
 pub const MAX_JOIN_SEARCH: u32 = 1 << 20;
 /// Most annotations, and most leashing zones, per graph.
 pub const MAX_ANNOTATIONS: usize = 4096;
@@ -74,6 +75,10 @@ pub struct RingParams {
     /// a doorway, a creek bed below its stairs) take in one build, one walk-surface place
     /// each; 0 turns joining off. Default 2048 (512 m of wall at 0.25 m spacing).
     pub search: u32,
+    /// Most steps the wall followers that explore from the centre's part (along walls,
+    /// through doorways, up and down stair flights: storeys the straight walks miss) take in
+    /// one build, one walk-surface place each; 0 turns exploring off. Default 1024.
+    pub explore: u32,
 }
 
 impl Default for RingParams {
@@ -95,6 +100,7 @@ impl RingParams {
             snap: 0.5,
             max_rise: 3.0,
             search: 2048,
+            explore: 1024,
         }
     }
 
@@ -156,6 +162,13 @@ impl RingParams {
                 "search",
                 self.search,
                 format!("steps in 0..={MAX_JOIN_SEARCH} (default 2048; 0: no joining)"),
+            ));
+        }
+        if self.explore > MAX_JOIN_SEARCH {
+            return Err(Error::param(
+                "explore",
+                self.explore,
+                format!("steps in 0..={MAX_JOIN_SEARCH} (default 1024; 0: no exploring)"),
             ));
         }
         Ok(())
