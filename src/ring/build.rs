@@ -11,9 +11,12 @@
 //! the walk arrived, or clamped where it stopped, as a spoke would. Two nodes never share a
 //! place: the later one merges into the earlier (its connection goes to that node). Then each
 //! annotation joins the node already on its place, or becomes a node, and walks to its six
-//! nearest nodes within reach. Finally the parts left cut off from the centre are joined to it
-//! by ways wall followers find on the surface (`join.rs`, `follow.rs`), in tasks of at most one
-//! walk each. A node that takes the ground at its spot keeps to the storey of the node inside
+//! nearest nodes within reach. Then wall followers explore from the centre's part, along walls,
+//! through doorways and up or down stair flights, adding nodes on storeys the straight walks
+//! missed (`explore.rs`). Finally the parts left cut off from the centre are joined to it by
+//! ways wall followers find on the surface (`join.rs`, `follow.rs`). Both ways are
+//! string-pulled into straight walks (`pull.rs`), in tasks of at most one walk each. A node
+//! that takes the ground at its spot keeps to the storey of the node inside
 //! it where that storey has ground there (a spot beside a house stays in the street, not on
 //! the eaves).
 
@@ -53,17 +56,17 @@ pub struct BuildReport {
     pub annotations_unconnected: u32,
     /// Straight walks on the surface.
     pub walks: u64,
-    /// Ways found on the walk surface that join parts cut off from the centre to it, the
-    /// nodes added on them ([`NodeKind::Passage`]), the steps wall followers took to find them
-    /// ([`RingParams::search`] bounds them), and the follower tasks that made no walk (each
-    /// takes at most [`FOLLOW_STEP`] steps).
+    /// Ways found on the walk surface that join parts cut off from the centre to it (by the
+    /// joining and the exploring followers), the nodes added on ways found on the surface
+    /// ([`NodeKind::Passage`]), the steps the joining wall followers took
+    /// ([`RingParams::search`] bounds them), and the follower tasks, joining or exploring,
+    /// that made no walk (each takes at most [`FOLLOW_STEP`] steps).
     pub joined: u32,
     pub passages: u32,
     pub searched: u64,
     pub search_steps: u64,
-    /// Steps the wall followers exploring from the centre's part took
-    /// ([`RingParams::explore`] bounds them; their tasks that made no walk count in
-    /// `search_steps`).
+    /// Steps the wall followers exploring from the centre's part took ([`RingParams::explore`]
+    /// bounds them).
     pub explored: u64,
 }
 

@@ -9,9 +9,12 @@
 //!    the node it was heading for to where the walk stopped, which snaps nodes against walls:
 //!    to cover. A node off its ring's walks takes the ground at its spot on the storey of the
 //!    node inside it. Designer annotations become nodes; leashing zones keep nodes inside
-//!    them. Parts the straight walks left cut off from the centre (a room behind a doorway, a
-//!    creek bed below its stairs) are joined by ways that wall followers find on the surface
-//!    (`build/join.rs`, `build/follow.rs`). Nodes left with no connection are dropped.
+//!    them. Wall followers explore from the centre's part along walls, through doorways and
+//!    up or down stair flights, adding nodes on storeys the straight walks miss
+//!    (`build/explore.rs`). Parts the straight walks left cut off from the centre (a room
+//!    behind a doorway, a creek bed below its stairs) are joined by ways that wall followers
+//!    find on the surface (`build/join.rs`, `build/follow.rs`). Nodes left with no connection
+//!    are dropped.
 //! 3. **Scoring** ([`Score`], `score.rs`): criteria (in cover, in a friendly or an enemy field
 //!    of fire, distance to target or to move, line of sight to the target, zones), each through
 //!    a response curve, combined with filters and fuzzy boolean operations. Every ray of every
@@ -296,8 +299,10 @@ pub enum NodeKind {
     Clamped,
     /// A designer's annotation (its index in [`Design::annotations`]).
     Annotation(u32),
-    /// On a way found on the walk surface that joins a part of the graph the straight walks
-    /// left cut off from the centre (through a doorway, up a stair).
+    /// On a way found on the walk surface beyond the straight walks: one that joins a part of
+    /// the graph they left cut off from the centre (through a doorway, up a stair), or one a
+    /// wall follower exploring from the centre took to a storey with no node (a stair
+    /// flight, the floor below).
     Passage,
 }
 

@@ -4,16 +4,19 @@
 //! never find the stairs: the flights and the floors above and below, where cover often is,
 //! get no node the centre reaches. After the ring and annotation tasks, wall followers
 //! ([`super::follow`]) explore from the centre's part. Each starts where a straight walk from
-//! a node of the centre's part stopped at a wall (the stop nearest the centre whose cell no
-//! follower has passed yet) and keeps that wall on its right hand, then another from the same
-//! stop on its left, never leaving it for a goal. Walls lead through doorways and along stair
-//! flights: a follower steps to the linked place nearest in height, so a flight it meets takes
-//! it up or down. Whenever a follower enters another cell (one ring gap wide) or moves more
-//! than half the rise within one, it looks at the nodes there on its storey (within half the
-//! rise):
+//! a node of the centre's part stopped at a wall (the walks taken in the order they were made,
+//! inner rings first, skipping stops in cells a follower has passed) and keeps that wall on
+//! its right hand, then (unless the first came all round the wall) on its left, never leaving
+//! it for a goal. Walls lead through doorways and along stair flights: a follower steps to
+//! the linked place nearest in height, so a flight it meets takes it up or down.
+//!
+//! The graph's cells are its spots: the ring nearest in distance from the centre and the spot
+//! nearest in angle on it, so a cell is as large as the rings' spacing there. Whenever a
+//! follower enters another cell or moves more than half the rise within one, it looks at the
+//! nodes of that cell on its storey (within half the rise):
 //!
 //! - a node of the centre's part anchors its way: a straight walk from that node that arrives
-//!   where the follower stands restarts the way there;
+//!   where the follower stands restarts the way there (when the way is over a ring gap long);
 //! - else a node of a part cut off from the centre is tried: a straight walk to it that
 //!   arrives joins that part to the centre's, by the way from the anchor;
 //! - else (or when that walk stops) a [`crate::ring::NodeKind::Passage`] node is added where
@@ -407,7 +410,8 @@ impl Builder {
         let band = 0.5 * self.params.max_rise;
         // A way from the anchor shorter than a ring gap is not worth a walk to shorten.
         let reanchor = (self.params.ring_gap() / surface.step()) as usize;
-        let (mut mine, mut cut): (Option<(f32, u32)>, Option<(f32, u32)>) = (None, None);
+        // The nearest node of the centre's part and of a cut-off part: (squared distance, slot).
+        let (mut mine, mut cut) = (None::<(f32, u32)>, None::<(f32, u32)>);
         let mut s = e.cells.index(p.xz()).map_or(u32::MAX, |k| e.cells.head[k]);
         while s != u32::MAX {
             if let Some(at) = self.slots[s as usize].place {
@@ -519,4 +523,53 @@ fn turn(d: Vec2) -> f32 {
         r = -r;
     }
     r / std::f32::consts::TAU
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{turn, NodeCells};
+    use glam::Vec2;
+
+    #[test]
+    fn the_polynomial_turn_stays_within_its_error_of_atan2() {
+        for k in 0..20_000 {
+            let a = k as f32 / 20_000.0 * std::f32::consts::TAU - std::f32::consts::PI;
+            let d = Vec2::new(a.cos(), a.sin()) * (1.0 + k as f32 % 7.0);
+            let exact = d.y.atan2(d.x);
+            let err = (turn(d) * std::f32::consts::TAU - exact).abs();
+            // The same angle either side of the half turn.
+            let err = err.min((err - std::f32::consts::TAU).abs());
+            assert!(err <= 2.1e-4, "{d}: {err} rad");
+        }
+    }
+
+    #[test]
+    fn a_point_within_a_cells_room_is_in_that_cell() {
+        let cells = NodeCells {
+            at: Vec2::new(3.0, -2.0),
+            gap: 1.5,
+            rings: 8,
+            per_ring: 16,
+            head: Vec::new(),
+            next: Vec::new(),
+        };
+        let mut checked = 0;
+        for i in 0..60 {
+            for j in 0..60 {
+                let p = cells.at + Vec2::new(i as f32 - 30.0, j as f32 - 30.0) * 0.41 + 0.07;
+                // Rounding decides within a few ulps of a boundary; a follower skips whole
+                // steps of the room only.
+                let Some((k, room @ 0.01..)) = cells.locate(p) else {
+                    continue;
+                };
+                for t in 0..16 {
+                    let a = t as f32 / 16.0 * std::f32::consts::TAU;
+                    let q = p + 0.99 * room * Vec2::new(a.cos(), a.sin());
+                    assert_eq!(cells.index(q), Some(k), "{p} room {room}, {q}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 10_000);
+    }
 }

@@ -3,9 +3,10 @@
 //! The rings' walks are straight lines, so a room entered by one doorway, a creek bed left by
 //! its stairs or the far side of a bridge is joined to the rest only when a walk happens to run
 //! through that narrow way: its nodes, often the ones in cover, stand connected among
-//! themselves but out of the centre's reach. After the ring and annotation tasks, each such
-//! part is joined once from every quarter of the circle it spans (so a creek bed long enough to
-//! hold two stairs gets a way up each), from its first node there:
+//! themselves but out of the centre's reach. After the ring and annotation tasks and the
+//! exploring ([`super::explore`], which joins the parts its followers pass), each part still
+//! cut off is joined once from every quarter of the circle it spans (so a creek bed long enough
+//! to hold two stairs gets a way up each), from its first node there:
 //!
 //! 1. The ground is divided into cells one ring gap wide. The goal is the node of the centre's
 //!    part nearest to the first node within two cells (else the nearest of all), and a
@@ -16,9 +17,9 @@
 //!    tries a straight walk to the nearest node of the centre's part within two cells; the
 //!    first walk that arrives (at the goal or at such a node) ends its way. Of the two ways,
 //!    the shorter is kept.
-//! 3. The way is string-pulled into straight walks, each ending on a node (a
-//!    [`crate::ring::NodeKind::Passage`] where none stood), so every connection stays a straight walk on the
-//!    surface.
+//! 3. The way is string-pulled into straight walks ([`super::pull`]), each ending on a node
+//!    (a [`crate::ring::NodeKind::Passage`] where none stood), so every connection stays a
+//!    straight walk on the surface.
 //!
 //! A part neither follower joins (a roof, a closed yard) is given up. A follower takes at most
 //! [`MAX_FOLLOW`] steps, all of a build's followers at most [`super::RingParams::search`],
