@@ -3,7 +3,8 @@
 //!
 //! - one 32 x 32 graph over 50 m built and scored against 4 threats on `village` (the default
 //!   take-cover score), on the CPU backend; and its two halves, the build (walks on the walk
-//!   surface, and the wall followers that join cut-off parts) and the scoring (rays);
+//!   surface, and the wall followers that explore from the centre and join cut-off parts) and
+//!   the scoring (rays);
 //! - 64 such graphs (64 agents around the village) scored in one batch: every ray of every
 //!   graph in one GPU submission, beside the CPU backend on the same batch;
 //! - the same single graph on the real `dungeon.obj` level.
@@ -58,7 +59,7 @@ fn benches(c: &mut Criterion) {
     let r = g.report();
     eprintln!(
         "village: {} walkable places; graph {} nodes, {} edges, {} walks, {} parts joined \
-         ({} passage nodes, {} follower steps), {} rays, {} in cover",
+         ({} passage nodes, {} joining and {} exploring follower steps), {} rays, {} in cover",
         surface.len(),
         g.len(),
         g.edges().len(),
@@ -66,6 +67,7 @@ fn benches(c: &mut Criterion) {
         r.joined,
         r.passages,
         r.searched,
+        r.explored,
         sc.rays,
         sc.in_cover.iter().filter(|&&b| b).count()
     );

@@ -13,6 +13,8 @@
 //! - a room whose only doorway faces away from the centre is joined to it by a way found on
 //!   the walk surface (every connection still a straight walk, the walk to the room close to
 //!   the shortest), and the same under an incremental rebuild;
+//! - a floor reached from the centre's terrace only down a stair flight is explored: its
+//!   nodes are reached, cover there is chosen, and the same under an incremental rebuild;
 //! - annotations, leashing, and bad input.
 
 #[path = "common/gpu.rs"]
@@ -21,7 +23,7 @@ mod gpu;
 mod scenes;
 
 use glam::{Affine3A, Vec2, Vec3};
-use scenes::{cuboid, ground, materials, FOLIAGE, SOLID};
+use scenes::{cuboid, ground, materials, FOLIAGE, GROUND, SOLID};
 use sightline::nav::{NavParams, WalkSurface};
 use sightline::ring::{
     score_batch, Annotation, Criterion, Curve, Design, Incremental, NodeKind, RingGraph,
@@ -688,7 +690,11 @@ fn surface_distances(surface: &WalkSurface, from: u32) -> Vec<f32> {
 fn a_room_behind_a_doorway_is_joined_to_the_centre() {
     let (scene, surface) = room_scene();
     let inside = |p: Vec3| p.x.abs() < 3.0 && p.z > 6.0 && p.z < 11.0;
-    let p = params(8, 16, 16.0);
+    // Joining alone: no exploring from the centre.
+    let p = RingParams {
+        explore: 0,
+        ..params(8, 16, 16.0)
+    };
     // Without joining, the straight walks leave the room's nodes out of the centre's reach.
     let off = RingGraph::build(
         surface,
@@ -739,7 +745,109 @@ fn a_room_behind_a_doorway_is_joined_to_the_centre() {
 
     // The joining tasks split under a budget exactly as the rest of the build.
     let s = Situation::new(vec![Shooter::at(Vec3::new(0.0, 1.6, 25.0))]);
-    assert_incremental_equals_one_shot(scene, surface, &p, &s);
+    assert_incremental_equals_one_shot(scene, surface, Vec3::ZERO, &p, &s);
+}
+
+/// A closed box (x -4..4, z -4..4, walls 3 m high, no door) whose roof is a terrace, with a
+/// flight of 12 steps (0.25 m up, 0.3 m deep) inside against its west wall rising from the
+/// floor (z -3) to a hole in the roof (x -3.7..-2.5, z -3.7..0.6): the floor inside is reached
+/// from the terrace only down the flight.
+fn stair_scene() -> &'static (Scene, WalkSurface) {
+    static S: OnceLock<(Scene, WalkSurface)> = OnceLock::new();
+    S.get_or_init(|| {
+        let mut mesh = Mesh::default();
+        ground(&mut mesh, 20.0, 0.0);
+        for (lo, hi) in [
+            ((-4.0, -4.0), (4.0, -3.7)),
+            ((-4.0, 3.7), (4.0, 4.0)),
+            ((-4.0, -4.0), (-3.7, 4.0)),
+            ((3.7, -4.0), (4.0, 4.0)),
+        ] {
+            let (lo, hi) = (Vec3::new(lo.0, 0.0, lo.1), Vec3::new(hi.0, 3.0, hi.1));
+            cuboid(&mut mesh, lo, hi, SOLID);
+        }
+        for (lo, hi) in [((-3.7, 0.6), (3.7, 3.7)), ((-2.5, -3.7), (3.7, 0.6))] {
+            let (lo, hi) = (Vec3::new(lo.0, 2.8, lo.1), Vec3::new(hi.0, 3.0, hi.1));
+            cuboid(&mut mesh, lo, hi, GROUND);
+        }
+        for k in 0..12 {
+            let z = -3.0 + 0.3 * k as f32;
+            let top = 0.25 * (k + 1) as f32;
+            let (lo, hi) = (Vec3::new(-3.7, 0.0, z), Vec3::new(-2.5, top, z + 0.3));
+            cuboid(&mut mesh, lo, hi, GROUND);
+        }
+        let mut scene = Scene::new(materials());
+        scene
+            .add_object(mesh, Affine3A::IDENTITY, Mobility::Static)
+            .unwrap();
+        let surface = WalkSurface::build(&Engine::cpu(), &scene, &NavParams::standard()).unwrap();
+        (scene, surface)
+    })
+}
+
+#[test]
+fn a_storey_reached_only_by_a_stair_is_explored_from_the_centre() {
+    let (scene, surface) = stair_scene();
+    let at = Vec3::new(2.0, 3.0, 2.0);
+    let inside = |p: Vec3| p.x.abs() < 3.7 && p.z.abs() < 3.7;
+    let (floor, below) = (
+        |p: Vec3| inside(p) && p.y < 0.5,
+        |p: Vec3| inside(p) && p.y < 2.5,
+    );
+    // A threat above the terrace: only the places under the roof are in cover.
+    let s = Situation::new(vec![Shooter::at(Vec3::new(2.0, 6.0, 20.0))]);
+    let p = RingParams {
+        search: 0,
+        ..params(8, 16, 12.0)
+    };
+    let e = Engine::cpu();
+    // The straight walks stay on the terrace (one may go a few steps down the flight): the
+    // floor is not reached, and there is no cover to take.
+    let off = RingGraph::build(
+        surface,
+        at,
+        &RingParams { explore: 0, ..p },
+        &Design::default(),
+    )
+    .unwrap();
+    let dist = graph_distances(&off);
+    let reached = |g: &RingGraph, dist: &[f32]| {
+        (0..g.len())
+            .filter(|&i| floor(g.nodes()[i].position) && dist[i].is_finite())
+            .count()
+    };
+    assert_eq!(reached(&off, &dist), 0, "a node on the floor is reached");
+    let scores = off.score(&e, scene, &s, &Score::take_cover()).unwrap();
+    assert_eq!(scores.best(), None);
+
+    // Exploring follows the walls to the flight and down it.
+    let g = RingGraph::build(surface, at, &p, &Design::default()).unwrap();
+    let r = g.report();
+    assert!(
+        r.explored > 0 && r.explored <= u64::from(p.explore),
+        "{r:?}"
+    );
+    assert_connections_walk_straight(&g, surface);
+    let dist = graph_distances(&g);
+    let n = reached(&g, &dist);
+    assert!(n >= 5, "{n} nodes on the floor reached");
+    // The choice is under the roof, and the walk to it along the graph is close to the
+    // shortest walk on the surface.
+    let scores = g.score(&e, scene, &s, &Score::take_cover()).unwrap();
+    let best = scores.best().expect("cover under the roof") as usize;
+    let node = g.nodes()[best];
+    assert!(
+        below(node.position) && scores.in_cover[best],
+        "{}",
+        node.position
+    );
+    let shortest = surface_distances(surface, g.nodes()[0].place)[node.place as usize];
+    assert!(
+        dist[best] <= 1.5 * shortest,
+        "{} m along the graph, {shortest} m on the surface",
+        dist[best]
+    );
+    assert_incremental_equals_one_shot(scene, surface, at, &p, &s);
 }
 
 /// Every connection of `g` is a straight walk on the surface, one way or the other.
@@ -759,22 +867,23 @@ fn assert_connections_walk_straight(g: &RingGraph, surface: &WalkSurface) {
     }
 }
 
-/// An incremental rebuild around the origin under small budgets spends all of each tick but
+/// An incremental rebuild around `at` under small budgets spends all of each tick but
 /// the last and ends with the one-shot graph and scores.
 fn assert_incremental_equals_one_shot(
     scene: &Scene,
     surface: &WalkSurface,
+    at: Vec3,
     p: &RingParams,
     s: &Situation,
 ) {
     let e = Engine::cpu();
-    let g = RingGraph::build(surface, Vec3::ZERO, p, &Design::default()).unwrap();
+    let g = RingGraph::build(surface, at, p, &Design::default()).unwrap();
     let scores = g.score(&e, scene, s, &Score::take_cover()).unwrap();
     let total = g.report().work() + scores.rays;
     for budget in [1, 7, 64] {
         let mut inc = Incremental::new(
             surface,
-            Vec3::ZERO,
+            at,
             p,
             &Design::default(),
             s.clone(),
@@ -916,6 +1025,10 @@ fn bad_input_is_an_error_not_a_panic() {
         },
         RingParams {
             search: sightline::ring::MAX_JOIN_SEARCH + 1,
+            ..ok
+        },
+        RingParams {
+            explore: sightline::ring::MAX_JOIN_SEARCH + 1,
             ..ok
         },
     ];

@@ -1,4 +1,4 @@
-//! Is the ring graph's cover choice one a soldier would agree with? On two built-in levels,
+//! Is the ring graph's cover choice one a soldier would agree with? On three built-in levels,
 //! seeded random situations (a point of interest on walkable ground, four threats 15-45 m
 //! away) are answered by the default take-cover score and by an exhaustive search: every
 //! walkable place of the surface within the radius, reached by Dijkstra over the surface's
@@ -13,11 +13,19 @@
 //!   the centre could not reach along the graph (the creek bed below its stairs, the far bank
 //!   past the bridge, a house behind its door, a house's floor under nodes put on its roof),
 //!   so the choice fell on a far node or on none.
-//! - `urban` (held out: measured once the method was settled, never tuned on; its own 30
-//!   situations, generated the same way): measured 26 of 30; 23 of 30 before. In each of the
-//!   four misses the graph has covered nodes on another storey than the point of interest
-//!   (three on upper floors, one 2 m above the street) that the centre cannot reach: the
-//!   build's search budget ran out before the wall followers found the stairs.
+//! - `urban` (held out from the joining: measured once that method was settled, never tuned
+//!   on; its own 30 situations, generated the same way): measured 30 of 30; 23 of 30 before
+//!   the joining, 26 with it. In each of the four misses left by the joining the nearest cover
+//!   was on a stair flight of a building (the centre on an upper floor or roof, or in the
+//!   street before a doorway) that no straight walk and no joining follower found, so the
+//!   graph had no node there the centre reached. The wall followers that explore from the
+//!   centre's part (`RingParams::explore`) follow the walls to the flights and down or up
+//!   them; with them off, 26 of 30 again. On three other sets of 30 (other situation seeds
+//!   and other `urban` layouts, not part of the test): 29, 29 and 29 of 30 without exploring,
+//!   30, 30 and 30 with it.
+//! - `village` (held out from both: measured, never tuned on): 27 of 30 with and without
+//!   exploring. In the three misses the graph has no node in cover at all: the nearest cover
+//!   is 33-47 m away, behind things the outer rings' nodes (about 10 m apart there) miss.
 //!
 //! Each test requires two fewer than measured, so a change that makes choices worse fails.
 
@@ -174,5 +182,12 @@ fn the_cover_choice_holds_against_an_exhaustive_search() {
 fn the_cover_choice_holds_on_a_level_it_was_not_tuned_on() {
     let t = cover_choice(&procedural::urban(1, 1), 30);
     report("urban", &t);
-    assert!(t.held >= 24, "held in {} of {}", t.held, t.asked);
+    assert!(t.held >= 28, "held in {} of {}", t.held, t.asked);
+}
+
+#[test]
+fn the_cover_choice_holds_on_a_level_never_tuned_on() {
+    let t = cover_choice(&procedural::village(1, 1), 30);
+    report("village", &t);
+    assert!(t.held >= 25, "held in {} of {}", t.held, t.asked);
 }

@@ -128,6 +128,12 @@ impl WalkSurface {
         self.fine.links(i)
     }
 
+    /// The places a straight walk steps to from place `i` along +x, -x, +z and -z (`u32::MAX`:
+    /// none): of the linked places in the next column, the one nearest in height.
+    pub(crate) fn axis(&self, i: u32) -> [u32; 4] {
+        self.axis[i as usize]
+    }
+
     /// Rays traced building the surface.
     #[must_use]
     pub fn rays(&self) -> u64 {

@@ -11,14 +11,20 @@
 //! the walk arrived, or clamped where it stopped, as a spoke would. Two nodes never share a
 //! place: the later one merges into the earlier (its connection goes to that node). Then each
 //! annotation joins the node already on its place, or becomes a node, and walks to its six
-//! nearest nodes within reach. Finally the parts left cut off from the centre are joined to it
-//! by ways wall followers find on the surface (`join.rs`, `follow.rs`), in tasks of at most one
-//! walk each. A node that takes the ground at its spot keeps to the storey of the node inside
+//! nearest nodes within reach. Then wall followers explore from the centre's part, along walls,
+//! through doorways and up or down stair flights, adding nodes on storeys the straight walks
+//! missed (`explore.rs`). Finally the parts left cut off from the centre are joined to it by
+//! ways wall followers find on the surface (`join.rs`, `follow.rs`). Both ways are
+//! string-pulled into straight walks (`pull.rs`), in tasks of at most one walk each. A node
+//! that takes the ground at its spot keeps to the storey of the node inside
 //! it where that storey has ground there (a spot beside a house stays in the street, not on
 //! the eaves).
 
+mod explore;
 mod follow;
 mod join;
+mod parts;
+mod pull;
 
 pub use join::{FOLLOW_STEP, MAX_FOLLOW};
 
@@ -50,14 +56,18 @@ pub struct BuildReport {
     pub annotations_unconnected: u32,
     /// Straight walks on the surface.
     pub walks: u64,
-    /// Ways found on the walk surface that join parts cut off from the centre to it, the
-    /// nodes added on them ([`NodeKind::Passage`]), the steps wall followers took to find them
-    /// ([`RingParams::search`] bounds them), and the follower tasks that made no walk (each
-    /// takes at most [`FOLLOW_STEP`] steps).
+    /// Ways found on the walk surface that join parts cut off from the centre to it (by the
+    /// joining and the exploring followers), the nodes added on ways found on the surface
+    /// ([`NodeKind::Passage`]), the steps the joining wall followers took
+    /// ([`RingParams::search`] bounds them), and the follower tasks, joining or exploring,
+    /// that made no walk (each takes at most [`FOLLOW_STEP`] steps).
     pub joined: u32,
     pub passages: u32,
     pub searched: u64,
     pub search_steps: u64,
+    /// Steps the wall followers exploring from the centre's part took ([`RingParams::explore`]
+    /// bounds them).
+    pub explored: u64,
 }
 
 impl BuildReport {
@@ -93,7 +103,11 @@ pub(super) struct Builder {
     /// The current annotation's node and the nodes it walks to.
     annotation_node: u32,
     candidates: Vec<u32>,
-    /// Joining cut-off parts, once the ring and annotation tasks are done.
+    /// Where walks of the rings stopped at walls: starts for the exploring followers.
+    stops: Vec<explore::Stop>,
+    /// Exploring walls from the centre's part, once the ring and annotation tasks are done.
+    explorer: Option<explore::Exploring>,
+    /// Joining cut-off parts, once exploring is done.
     joiner: Option<join::Joining>,
     report: super::BuildReport,
 }
@@ -160,6 +174,8 @@ impl Builder {
             task: 0,
             annotation_node: 0,
             candidates: Vec::new(),
+            stops: Vec::new(),
+            explorer: None,
             joiner: None,
             report: super::BuildReport {
                 generated,
@@ -179,7 +195,9 @@ impl Builder {
 
     /// Whether every task has run.
     pub fn done(&self) -> bool {
-        self.task >= self.tasks() && self.joiner.as_ref().is_some_and(join::Joining::done)
+        self.task >= self.tasks()
+            && self.explorer.as_ref().is_some_and(explore::Exploring::done)
+            && self.joiner.as_ref().is_some_and(join::Joining::done)
     }
 
     /// Runs tasks until they are done or `budget` of work ([`BuildReport::work`]) is spent;
@@ -190,6 +208,8 @@ impl Builder {
             if self.task < self.tasks() {
                 self.run_task(surface);
                 self.task += 1;
+            } else if !self.explorer.as_ref().is_some_and(explore::Exploring::done) {
+                self.explore_task(surface);
             } else {
                 self.join_task(surface);
             }
@@ -218,6 +238,19 @@ impl Builder {
     fn walk(&mut self, surface: &WalkSurface, from: u32, to: Vec2) -> Walk {
         self.report.walks += 1;
         surface.walk(from, to)
+    }
+
+    /// Keeps where a walk from slot `from` (on `from_place`) towards `toward` stopped, as a
+    /// start for the exploring followers.
+    fn stopped(&mut self, from: u32, from_place: u32, place: u32, toward: Vec2) {
+        if self.params.explore > 0 {
+            self.stops.push(explore::Stop {
+                from,
+                from_place,
+                place,
+                toward,
+            });
+        }
     }
 
     fn connect(&mut self, a: u32, b: u32) {
@@ -303,6 +336,7 @@ impl Builder {
             if w.arrived() {
                 return self.place(s, w.end, NodeKind::Ring, Some(inner));
             }
+            self.stopped(inner, from, w.end, spot);
             if w.steps > 0 && w.fraction() >= self.params.clamp {
                 return self.place(s, w.end, NodeKind::Clamped, Some(inner));
             }
@@ -336,6 +370,9 @@ impl Builder {
         }
         let target = self.pos(surface, b).map_or(spot, |p| p.xz());
         let w = self.walk(surface, from, target);
+        if !w.arrived() {
+            self.stopped(a, from, w.end, target);
+        }
         let b_place = self.slots[b as usize].place;
         if w.arrived() && Some(w.end) == b_place {
             self.connect(a, b);

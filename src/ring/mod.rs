@@ -9,9 +9,12 @@
 //!    the node it was heading for to where the walk stopped, which snaps nodes against walls:
 //!    to cover. A node off its ring's walks takes the ground at its spot on the storey of the
 //!    node inside it. Designer annotations become nodes; leashing zones keep nodes inside
-//!    them. Parts the straight walks left cut off from the centre (a room behind a doorway, a
-//!    creek bed below its stairs) are joined by ways that wall followers find on the surface
-//!    (`build/join.rs`, `build/follow.rs`). Nodes left with no connection are dropped.
+//!    them. Wall followers explore from the centre's part along walls, through doorways and
+//!    up or down stair flights, adding nodes on storeys the straight walks miss
+//!    (`build/explore.rs`). Parts the straight walks left cut off from the centre (a room
+//!    behind a doorway, a creek bed below its stairs) are joined by ways that wall followers
+//!    find on the surface (`build/join.rs`, `build/follow.rs`). Nodes left with no connection
+//!    are dropped.
 //! 3. **Scoring** ([`Score`], `score.rs`): criteria (in cover, in a friendly or an enemy field
 //!    of fire, distance to target or to move, line of sight to the target, zones), each through
 //!    a response curve, combined with filters and fuzzy boolean operations. Every ray of every
@@ -44,7 +47,8 @@ pub const MAX_PER_RING: u32 = 1024;
 pub const MAX_RING_NODES: u32 = 1 << 16;
 /// Largest radius (metres).
 pub const MAX_RADIUS: f32 = 2000.0;
-/// Most steps the joining wall followers of one build may take ([`RingParams::search`]).
+/// Most steps the joining wall followers of one build may take ([`RingParams::search`]), and
+/// the exploring ones ([`RingParams::explore`]).
 pub const MAX_JOIN_SEARCH: u32 = 1 << 20;
 /// Most annotations, and most leashing zones, per graph.
 pub const MAX_ANNOTATIONS: usize = 4096;
@@ -74,6 +78,10 @@ pub struct RingParams {
     /// a doorway, a creek bed below its stairs) take in one build, one walk-surface place
     /// each; 0 turns joining off. Default 2048 (512 m of wall at 0.25 m spacing).
     pub search: u32,
+    /// Most steps the wall followers that explore from the centre's part (along walls,
+    /// through doorways, up and down stair flights: storeys the straight walks miss) take in
+    /// one build, one walk-surface place each; 0 turns exploring off. Default 1024.
+    pub explore: u32,
 }
 
 impl Default for RingParams {
@@ -95,6 +103,7 @@ impl RingParams {
             snap: 0.5,
             max_rise: 3.0,
             search: 2048,
+            explore: 1024,
         }
     }
 
@@ -156,6 +165,13 @@ impl RingParams {
                 "search",
                 self.search,
                 format!("steps in 0..={MAX_JOIN_SEARCH} (default 2048; 0: no joining)"),
+            ));
+        }
+        if self.explore > MAX_JOIN_SEARCH {
+            return Err(Error::param(
+                "explore",
+                self.explore,
+                format!("steps in 0..={MAX_JOIN_SEARCH} (default 1024; 0: no exploring)"),
             ));
         }
         Ok(())
@@ -283,8 +299,10 @@ pub enum NodeKind {
     Clamped,
     /// A designer's annotation (its index in [`Design::annotations`]).
     Annotation(u32),
-    /// On a way found on the walk surface that joins a part of the graph the straight walks
-    /// left cut off from the centre (through a doorway, up a stair).
+    /// On a way found on the walk surface beyond the straight walks: one that joins a part of
+    /// the graph they left cut off from the centre (through a doorway, up a stair), or one a
+    /// wall follower exploring from the centre took to a storey with no node (a stair
+    /// flight, the floor below).
     Passage,
 }
 

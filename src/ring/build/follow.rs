@@ -11,6 +11,9 @@ use glam::{Vec2, Vec3Swizzles};
 /// [`axis_steps`].
 const CCW: [usize; 4] = [0, 2, 1, 3];
 
+/// Most places of a way reserved up front (a long follower grows its way as it goes).
+const MAX_RESERVE: usize = 1024;
+
 /// Which hand keeps to the wall.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Hand {
@@ -37,6 +40,7 @@ pub(super) struct Follower {
     path: Vec<u32>,
     /// Index into [`CCW`].
     heading: usize,
+    /// The goal (`u32::MAX` for an explorer, which heads nowhere and only follows walls).
     goal: u32,
     goal_xz: Vec2,
     /// Where the last straight walk stopped, its distance to the goal, and which side of the
@@ -47,6 +51,8 @@ pub(super) struct Follower {
     /// The state after the first step along the current wall: met again, the wall is gone
     /// round.
     first: Option<(u32, usize)>,
+    /// It met that state again.
+    round: bool,
     steps: usize,
     max_steps: usize,
 }
@@ -62,6 +68,31 @@ impl Follower {
         max_steps: usize,
     ) -> Follower {
         let goal_xz = surface.position(goal).xz();
+        Follower::start(surface, path, goal, goal_xz, hand, max_steps)
+    }
+
+    /// A follower that only follows the wall where the straight walk of `path` (its start,
+    /// then where the walk towards `toward` stopped) stopped, never leaving it for a goal.
+    pub fn exploring(
+        surface: &WalkSurface,
+        path: Vec<u32>,
+        toward: Vec2,
+        hand: Hand,
+        max_steps: usize,
+    ) -> Follower {
+        Follower::start(surface, path, u32::MAX, toward, hand, max_steps)
+    }
+
+    fn start(
+        surface: &WalkSurface,
+        path: Vec<u32>,
+        goal: u32,
+        goal_xz: Vec2,
+        hand: Hand,
+        max_steps: usize,
+    ) -> Follower {
+        let mut path = path;
+        path.reserve(max_steps.min(MAX_RESERVE));
         let mut f = Follower {
             hand,
             path,
@@ -72,6 +103,7 @@ impl Follower {
             hit_dist: 0.0,
             side: 0.0,
             first: None,
+            round: false,
             steps: 0,
             max_steps,
         };
@@ -82,6 +114,17 @@ impl Follower {
     /// Where the follower stands.
     pub fn at(&self) -> u32 {
         *self.path.last().expect("a path has its start")
+    }
+
+    /// Whether it was lost by coming round its wall to where it began following it (a wall
+    /// all round an island, or a closed room): the other hand would only go round the other
+    /// way.
+    pub fn came_round(&self) -> bool {
+        self.round
+    }
+
+    pub fn hand(&self) -> Hand {
+        self.hand
     }
 
     pub fn goal(&self) -> u32 {
@@ -155,8 +198,14 @@ impl Follower {
         self.steps += 1;
         match self.first {
             None => self.first = Some((q, heading)),
-            Some(s) if s == (q, heading) => return Move::Lost,
+            Some(s) if s == (q, heading) => {
+                self.round = true;
+                return Move::Lost;
+            }
             Some(_) => {}
+        }
+        if self.goal == u32::MAX {
+            return Move::Step(q);
         }
         let p = surface.position(q).xz();
         let side = (self.goal_xz - self.hit).perp_dot(p - self.hit);
@@ -195,26 +244,8 @@ pub(super) fn length(surface: &WalkSurface, path: &[u32]) -> f32 {
         .sum()
 }
 
-/// The places a straight walk steps to from `p` along +x, -x, +z and -z (`u32::MAX`: none):
-/// of the linked places in the next column, the one nearest in height, as
-/// [`WalkSurface::walk`] steps.
+/// The places a straight walk steps to from `p` along +x, -x, +z and -z (`u32::MAX`: none),
+/// as [`WalkSurface::walk`] steps.
 pub(super) fn axis_steps(surface: &WalkSurface, p: u32) -> [u32; 4] {
-    let here = surface.position(p);
-    let half = 0.5 * surface.step();
-    let mut best = [(f32::INFINITY, u32::MAX); 4];
-    for &q in surface.links(p) {
-        let d = surface.position(q) - here;
-        let dir = if d.z.abs() < half {
-            usize::from(d.x < 0.0)
-        } else if d.x.abs() < half {
-            2 + usize::from(d.z < 0.0)
-        } else {
-            continue; // a diagonal step
-        };
-        let dy = d.y.abs();
-        if (dy, q) < best[dir] {
-            best[dir] = (dy, q);
-        }
-    }
-    best.map(|b| b.1)
+    surface.axis(p)
 }

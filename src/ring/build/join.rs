@@ -3,9 +3,10 @@
 //! The rings' walks are straight lines, so a room entered by one doorway, a creek bed left by
 //! its stairs or the far side of a bridge is joined to the rest only when a walk happens to run
 //! through that narrow way: its nodes, often the ones in cover, stand connected among
-//! themselves but out of the centre's reach. After the ring and annotation tasks, each such
-//! part is joined once from every quarter of the circle it spans (so a creek bed long enough to
-//! hold two stairs gets a way up each), from its first node there:
+//! themselves but out of the centre's reach. After the ring and annotation tasks and the
+//! exploring ([`super::explore`], which joins the parts its followers pass), each part still
+//! cut off is joined once from every quarter of the circle it spans (so a creek bed long enough
+//! to hold two stairs gets a way up each), from its first node there:
 //!
 //! 1. The ground is divided into cells one ring gap wide. The goal is the node of the centre's
 //!    part nearest to the first node within two cells (else the nearest of all), and a
@@ -16,9 +17,9 @@
 //!    tries a straight walk to the nearest node of the centre's part within two cells; the
 //!    first walk that arrives (at the goal or at such a node) ends its way. Of the two ways,
 //!    the shorter is kept.
-//! 3. The way is string-pulled into straight walks, each ending on a node (a
-//!    [`NodeKind::Passage`] where none stood), so every connection stays a straight walk on the
-//!    surface.
+//! 3. The way is string-pulled into straight walks ([`super::pull`]), each ending on a node
+//!    (a [`crate::ring::NodeKind::Passage`] where none stood), so every connection stays a
+//!    straight walk on the surface.
 //!
 //! A part neither follower joins (a roof, a closed yard) is given up. A follower takes at most
 //! [`MAX_FOLLOW`] steps, all of a build's followers at most [`super::RingParams::search`],
@@ -27,7 +28,9 @@
 //! against a build's budget.
 
 use super::follow::{self, Follower, Hand, Move};
-use super::{Builder, NodeKind};
+use super::parts::Parts;
+use super::pull::{Pull, Pulled};
+use super::Builder;
 use crate::nav::WalkSurface;
 use glam::{Vec2, Vec3Swizzles};
 use rustc_hash::FxHashSet;
@@ -104,16 +107,6 @@ struct Following {
     right: Option<Option<Vec<u32>>>,
 }
 
-/// String-pulling `path` (source to target): a straight walk is known from `path[at]` to
-/// `path[good]`, and fails to `path[bad]`; `last` is the slot on `path[at]`.
-struct Pull {
-    path: Vec<u32>,
-    at: usize,
-    good: usize,
-    bad: Option<usize>,
-    last: u32,
-}
-
 impl Cells {
     fn new(b: &Builder, part: &[u32], surface: &WalkSurface) -> Cells {
         let size = b.params.ring_gap();
@@ -173,38 +166,15 @@ impl Cells {
     }
 }
 
-impl Pull {
-    fn new(path: Vec<u32>, last: u32) -> Pull {
-        Pull {
-            path,
-            at: 0,
-            good: 0,
-            bad: None,
-            last,
-        }
-    }
-}
-
 impl Joiner {
-    /// `None` when every node is in the centre's part, or joining is off.
-    fn new(b: &Builder, surface: &WalkSurface) -> Option<Joiner> {
+    /// `None` when every node is in the centre's part, or joining is off; `parts`: the parts
+    /// the connections made so far join.
+    fn new(b: &Builder, surface: &WalkSurface, mut parts: Parts) -> Option<Joiner> {
         if b.params.search == 0 {
             return None;
         }
-        let n = b.slots.len();
-        let mut root: Vec<u32> = (0..n as u32).collect();
-        let find = |root: &mut Vec<u32>, mut s: u32| {
-            while root[s as usize] != s {
-                s = root[s as usize];
-            }
-            s
-        };
-        for e in &b.edges {
-            let (ra, rb) = (find(&mut root, e[0]), find(&mut root, e[1]));
-            root[ra.max(rb) as usize] = ra.min(rb);
-        }
-        let part: Vec<u32> = (0..n as u32).map(|s| find(&mut root, s)).collect();
-        if !(1..n).any(|s| part[s] != 0 && b.slots[s].place.is_some()) {
+        let part = parts.roots();
+        if !(1..part.len()).any(|s| part[s] != 0 && b.slots[s].place.is_some()) {
             return None;
         }
         Some(Joiner {
@@ -240,8 +210,10 @@ impl Builder {
     pub(super) fn join_task(&mut self, surface: &WalkSurface) {
         let Some(mut j) = self.joiner.take() else {
             // The first joining task: nothing else to do when nothing is cut off.
+            let parts = self.parts();
             self.joiner = Some(
-                Joiner::new(self, surface).map_or(Joining::Done, |j| Joining::On(Box::new(j))),
+                Joiner::new(self, surface, parts)
+                    .map_or(Joining::Done, |j| Joining::On(Box::new(j))),
             );
             return;
         };
@@ -346,9 +318,7 @@ impl Builder {
                 break;
             }
         }
-        if took > 0 && self.report.walks == walks {
-            self.report.search_steps += 1;
-        }
+        self.count_task(took, walks);
         match done {
             None => j.state = State::Follow(g),
             Some(found) => self.follower_done(j, surface, *g, found),
@@ -415,71 +385,33 @@ impl Builder {
             .min_by(|&a, &b| d(a).total_cmp(&d(b)).then(a.cmp(&b)))
     }
 
-    /// One walk of string-pulling the way found: doubling the reach from the last corner
-    /// while walks arrive, then halving between the last arrival and the first failure.
+    /// One walk of string-pulling the way found ([`super::pull`]).
     fn join_pull(&mut self, j: &mut Joiner, surface: &WalkSurface) {
         let State::Pull(mut pull) = std::mem::replace(&mut j.state, State::Scan) else {
             return;
         };
-        let end = pull.path.len() - 1;
-        let probe = match pull.bad {
-            None => (pull.at + 2 * (pull.good - pull.at))
-                .max(pull.at + 1)
-                .min(end),
-            Some(b) => (pull.good + b) / 2,
-        };
-        let to = surface.position(pull.path[probe]).xz();
-        let w = self.walk(surface, pull.path[pull.at], to);
-        if w.arrived() && w.end == pull.path[probe] {
-            pull.good = probe;
-        } else {
-            pull.bad = Some(probe);
-        }
-        if pull.good < end && pull.bad.is_none_or(|b| b > pull.good + 1) {
-            j.state = State::Pull(pull);
-            return;
-        }
-        if pull.good == pull.at {
-            // Not even one step walks straight (each step of a way is a straight walk, so
-            // this does not happen): give the part up.
-            j.failed.insert(j.part[j.source as usize]);
-            return;
-        }
-        let place = pull.path[pull.good];
-        let slot = match self.taken.get(&place) {
-            Some(&s) => s,
-            None => {
-                let s = self.add_passage(place);
-                j.root.push(s);
-                j.part.push(j.part[j.source as usize]);
-                s
+        match self.pull_walk(&mut pull, surface) {
+            Pulled::More => j.state = State::Pull(pull),
+            Pulled::Failed => {
+                j.failed.insert(j.part[j.source as usize]);
             }
-        };
-        self.connect(pull.last, slot);
-        j.union(pull.last, slot);
-        pull.last = slot;
-        pull.at = pull.good;
-        pull.bad = None;
-        if pull.at == end {
-            self.report.joined += 1;
-        } else {
-            j.state = State::Pull(pull);
+            Pulled::Corner {
+                from,
+                node,
+                new,
+                end,
+            } => {
+                if new {
+                    j.root.push(node);
+                    j.part.push(j.part[j.source as usize]);
+                }
+                j.union(from, node);
+                if end {
+                    self.report.joined += 1;
+                } else {
+                    j.state = State::Pull(pull);
+                }
+            }
         }
-    }
-
-    /// A new node on a joining way.
-    fn add_passage(&mut self, place: u32) -> u32 {
-        let s = self.slots.len() as u32;
-        self.slots.push(super::Slot {
-            place: Some(place),
-            kind: NodeKind::Passage,
-            degree: 0,
-            hint: 0.0,
-            leashed: false,
-            merged: false,
-        });
-        self.taken.insert(place, s);
-        self.report.passages += 1;
-        s
     }
 }
