@@ -515,6 +515,63 @@ fn auto_says_which_backend_fits_the_machine() {
     }
 }
 
+/// `--ray-query` picks how the GPU backend walks the scene, the `backend:` line names the walk,
+/// and both walks draw the same viewshed; asking for ray queries off the GPU is a clear error.
+#[test]
+fn ray_query_picks_the_walk_and_says_which_runs() {
+    let run = |walk: &str| {
+        let args = [
+            "viewshed",
+            "--scene",
+            "rock",
+            "--backend",
+            "gpu",
+            "--ray-query",
+            walk,
+        ];
+        sightline(&args)
+    };
+    let counts = |o: &Output| {
+        let out = String::from_utf8_lossy(&o.stdout);
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("viewshed from"))
+            .unwrap();
+        line.split("; ").next().unwrap().to_string()
+    };
+    let compute = run("off");
+    assert!(compute.status.success(), "{}", text(&compute));
+    assert!(
+        text(&compute).contains("compute kernels"),
+        "{}",
+        text(&compute)
+    );
+    let rq = run("on");
+    let required = std::env::var("SIGHTLINE_RAY_QUERY").is_ok_and(|v| v == "on");
+    if rq.status.success() {
+        assert!(text(&rq).contains(", ray queries"), "{}", text(&rq));
+        assert_eq!(counts(&rq), counts(&compute));
+    } else {
+        assert!(!required, "SIGHTLINE_RAY_QUERY=on but: {}", text(&rq));
+        assert!(
+            text(&rq).contains("EXPERIMENTAL_RAY_QUERY"),
+            "{}",
+            text(&rq)
+        );
+    }
+    let cpu = sightline(&[
+        "viewshed",
+        "--scene",
+        "rock",
+        "--backend",
+        "cpu",
+        "--ray-query",
+        "on",
+    ]);
+    assert!(!cpu.status.success());
+    assert!(text(&cpu).contains("drop --backend cpu"), "{}", text(&cpu));
+}
+
 /// `--fused` runs the fused CPU twin, which answers the sensor-grid cover question as the plain
 /// twin does here; on any other backend it is a clear error.
 #[test]
