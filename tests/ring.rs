@@ -69,6 +69,11 @@ fn wall_scene(courtyard: bool) -> (Scene, WalkSurface) {
             );
         }
     }
+    walkable(mesh)
+}
+
+/// A scene of one static mesh and its walk surface.
+fn walkable(mesh: Mesh) -> (Scene, WalkSurface) {
     let mut scene = Scene::new(materials());
     scene
         .add_object(mesh, Affine3A::IDENTITY, Mobility::Static)
@@ -634,12 +639,7 @@ fn room_scene() -> &'static (Scene, WalkSurface) {
             let (lo, hi) = (Vec3::new(lo.0, 0.0, lo.1), Vec3::new(hi.0, 3.0, hi.1));
             cuboid(&mut mesh, lo, hi, SOLID);
         }
-        let mut scene = Scene::new(materials());
-        scene
-            .add_object(mesh, Affine3A::IDENTITY, Mobility::Static)
-            .unwrap();
-        let surface = WalkSurface::build(&Engine::cpu(), &scene, &NavParams::standard()).unwrap();
-        (scene, surface)
+        walkable(mesh)
     })
 }
 
@@ -776,12 +776,7 @@ fn stair_scene() -> &'static (Scene, WalkSurface) {
             let (lo, hi) = (Vec3::new(-3.7, 0.0, z), Vec3::new(-2.5, top, z + 0.3));
             cuboid(&mut mesh, lo, hi, GROUND);
         }
-        let mut scene = Scene::new(materials());
-        scene
-            .add_object(mesh, Affine3A::IDENTITY, Mobility::Static)
-            .unwrap();
-        let surface = WalkSurface::build(&Engine::cpu(), &scene, &NavParams::standard()).unwrap();
-        (scene, surface)
+        walkable(mesh)
     })
 }
 
