@@ -595,15 +595,19 @@ impl GpuTracer {
         if tier.triangles.is_empty() {
             return Vec::new();
         }
+        // An instance's custom index (where its class starts among the chunk's triangles) has
+        // 24 bits, which bounds a chunk on the ray-query path.
+        let most = if self.ray_query { 1 << 24 } else { usize::MAX };
         let fits = |t: &Tier| {
             (t.nodes.len() * size_of::<BvhNode>()) as u64 <= self.max_binding
                 && (t.triangles.len() * size_of::<GpuTriangle>()) as u64 <= self.max_binding
+                && t.triangles.len() <= most
         };
         if fits(tier) {
             return vec![self.chunk(&tier.nodes, &tier.triangles)];
         }
         // Node count is below 2n, so n triangles need at most 64n bytes of nodes.
-        let per = (self.max_binding / 64).max(1) as usize;
+        let per = ((self.max_binding / 64).max(1) as usize).min(most);
         log::info!(
             "scene tier of {} triangles exceeds one binding ({} bytes): tracing it as {} chunks",
             tier.triangles.len(),

@@ -1112,6 +1112,21 @@ fn ray_queries_keep_strict_ends_and_material_classes() {
         (1.0, 1, got[0].back)
     );
     assert!(cpu::is_miss(&got[2]));
+    // A scene of triangles that block nothing has acceleration structures without instances.
+    let mut fence = Mesh::default();
+    let p = |y: f32, z: f32| Vec3::new(0.0, y, z);
+    fence.push_quad(p(-2.0, -2.0), p(-2.0, 2.0), p(2.0, 2.0), p(2.0, -2.0), 0);
+    let open = Scene::from_mesh(
+        fence,
+        vec![Material::new("fence", MaterialFlags::NONE, 0.4)],
+    );
+    let open = open.unwrap();
+    let bits = rq
+        .occluded(&open, &[seg(-1.0, 1.0)], Mask::ANY_SOLID)
+        .unwrap();
+    assert!(!bits.get(0));
+    let hits = rq.closest_hit_records(&open, &[ray(-1.0)], Mask::ANY_SOLID);
+    assert!(cpu::is_miss(&hits.unwrap()[0]));
 }
 
 /// On the hardware walk a tier that changes is rebuilt (a moved door blocks where it now
