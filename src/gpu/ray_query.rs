@@ -5,9 +5,10 @@
 //! triangles whose flags are the same; a class larger than the device's primitive limit is
 //! cut into several) and a top-level structure with one instance per bottom-level one, its
 //! mask the class's flags, so a query's mask culls the classes that cannot block it.
-//! Triangles that block nothing are left out. The geometry is built non-opaque: the hardware
-//! proposes candidates and the shader decides each with the same watertight test the compute
-//! walk and the CPU twin use.
+//! Triangles that block nothing are left out. Each query runs on the hardware alone first and
+//! the triangle it reports is confirmed by the same watertight test the compute walk and the
+//! CPU twin use; where that test refuses it, the query runs again with every candidate decided
+//! by the test (`shaders/ray_query.wgsl`).
 //!
 //! wgpu cannot refit an acceleration structure yet, so a tier that changes (a door that moves)
 //! is rebuilt whole with its upload. The builds are encoded into the next command encoder a
