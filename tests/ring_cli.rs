@@ -174,6 +174,35 @@ fn ringgraph_scores_cover_that_an_independent_trace_confirms_and_walks_to_the_be
     assert!(img.width() > 1024 + 100, "{} px", img.width());
 }
 
+/// `--search` and `--explore` bound the wall followers' steps in a build (0 turns them off),
+/// and the JSON says what they spent.
+#[test]
+fn follower_budgets_bound_the_steps_a_build_spends() {
+    let steps = |v: &Value| {
+        let r = &v["report"];
+        (
+            r["search_steps"].as_u64().unwrap(),
+            r["explore_steps"].as_u64().unwrap(),
+        )
+    };
+    let (full, _, _) = village(ROOM, &["--no-nav"], "budget-full");
+    let (searched, explored) = steps(&full);
+    assert!(
+        searched <= 2048 && explored <= 1024 && searched + explored > 0,
+        "{full}"
+    );
+    let (off, _, _) = village(
+        ROOM,
+        &["--no-nav", "--search", "0", "--explore", "0"],
+        "off",
+    );
+    assert_eq!(steps(&off), (0, 0), "{off}");
+    assert_eq!(off["params"]["explore"], 0);
+    check(&off);
+    let (few, _, _) = village(ROOM, &["--no-nav", "--explore", "100"], "budget-few");
+    assert!(steps(&few).1 <= 100, "{few}");
+}
+
 #[test]
 fn an_agent_away_from_the_point_is_routed_over_the_nav_graph_or_the_ring_graph() {
     // From outside the room: the route comes in on the nav graph; without it, it starts at the

@@ -39,6 +39,14 @@ pub struct Args {
     /// it heads for to where the walk stopped (against the wall: into cover).
     #[arg(long, default_value_t = RingParams::standard().clamp)]
     clamp: f32,
+    /// Most wall-follower steps a build spends joining parts cut off from the centre (0: no
+    /// joining).
+    #[arg(long, default_value_t = RingParams::standard().search)]
+    search: u32,
+    /// Most wall-follower steps a build spends exploring from the centre's part: along walls,
+    /// through doorways, up and down stairs (0: no exploring).
+    #[arg(long, default_value_t = RingParams::standard().explore)]
+    explore: u32,
     /// The agent's position X,Y,Z in metres, where the route starts (default: --at).
     #[arg(long, value_parser = crate::parse_vec3, allow_hyphen_values = true)]
     from: Option<Vec3>,
@@ -154,6 +162,8 @@ impl Args {
             per_ring: self.per_ring,
             radius: self.radius,
             clamp: self.clamp,
+            search: self.search,
+            explore: self.explore,
             ..RingParams::standard()
         };
         params.validate()?;
@@ -286,6 +296,8 @@ fn to_json(r: &Answer, a: &Args, from: Vec3) -> Value {
             "per_ring": a.per_ring,
             "radius": a.radius,
             "clamp": a.clamp,
+            "search": a.search,
+            "explore": a.explore,
         },
         "best": r.best,
         "rays": s.rays,
@@ -298,6 +310,10 @@ fn to_json(r: &Answer, a: &Args, from: Vec3) -> Value {
             "unplaced": b.unplaced,
             "pruned": b.pruned,
             "walks": b.walks,
+            "parts_joined": b.joined,
+            "passages": b.passages,
+            "search_steps": b.search_steps,
+            "explore_steps": b.explored,
         },
         "cost": route.map(|x| x.cost),
         "nav_in": route.map_or(&[][..], |x| &x.nav_in[..]),
