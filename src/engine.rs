@@ -185,24 +185,25 @@ impl Engine {
         adapter: &wgpu::Adapter,
         ray_query: bool,
     ) -> wgpu::DeviceDescriptor<'static> {
-        let limits = Self::required_limits(&adapter.limits());
+        let plain = wgpu::DeviceDescriptor {
+            label: Some("sightline"),
+            required_features: Self::required_features(),
+            required_limits: Self::required_limits(&adapter.limits()),
+            ..Default::default()
+        };
         if !ray_query {
-            return wgpu::DeviceDescriptor {
-                label: Some("sightline"),
-                required_features: Self::required_features(),
-                required_limits: limits,
-                ..Default::default()
-            };
+            return plain;
         }
         wgpu::DeviceDescriptor {
-            label: Some("sightline"),
-            required_features: Self::required_features() | wgpu::Features::EXPERIMENTAL_RAY_QUERY,
-            required_limits: limits.using_acceleration_structure_values(adapter.limits()),
+            required_features: plain.required_features | wgpu::Features::EXPERIMENTAL_RAY_QUERY,
+            required_limits: plain
+                .required_limits
+                .using_acceleration_structure_values(adapter.limits()),
             // SAFETY: wgpu marks ray queries experimental (their validation is incomplete);
             // the engine builds its acceleration structures from validated, finite triangles
             // and binds them only to its own kernels.
             experimental_features: unsafe { wgpu::ExperimentalFeatures::enabled() },
-            ..Default::default()
+            ..plain
         }
     }
 

@@ -101,22 +101,20 @@ const CLASSES: u32 = 8;
 
 /// The chunk's triangle indices grouped by class (class 1 first), and each class's range.
 fn group_by_class(triangles: &[GpuTriangle]) -> (Vec<u32>, Vec<(u32, std::ops::Range<u32>)>) {
+    let class = |i: &u32| triangles[*i as usize].flags & (CLASSES - 1);
     let mut order: Vec<u32> = (0..triangles.len() as u32)
-        .filter(|&i| triangles[i as usize].flags & (CLASSES - 1) != 0)
+        .filter(|i| class(i) != 0)
         .collect();
-    order.sort_by_key(|&i| triangles[i as usize].flags & (CLASSES - 1));
-    let mut ranges = Vec::new();
+    order.sort_by_key(class);
     let mut start = 0;
-    while start < order.len() {
-        let class = triangles[order[start] as usize].flags & (CLASSES - 1);
-        let end = start
-            + order[start..]
-                .iter()
-                .take_while(|&&i| triangles[i as usize].flags & (CLASSES - 1) == class)
-                .count();
-        ranges.push((class, start as u32..end as u32));
-        start = end;
-    }
+    let ranges = order
+        .chunk_by(|a, b| class(a) == class(b))
+        .map(|run| {
+            let range = start..start + run.len() as u32;
+            start = range.end;
+            (class(&run[0]), range)
+        })
+        .collect();
     (order, ranges)
 }
 
