@@ -72,6 +72,16 @@ impl Agent {
         Ok(())
     }
 
+    /// The radius the fit tests trace at: the body's radius less 1/1024 of it (0.3 mm for a
+    /// soldier). Touching is not entering: geometry exactly one radius from a spot (walls on
+    /// the grid lines of a level built on a grid) stays clear of the traced rim instead of
+    /// lying in its plane, where a fused last bit would decide the fit (ARCHITECTURE.md,
+    /// "Agreement between backends").
+    #[must_use]
+    pub fn probe_radius(&self) -> f32 {
+        self.radius * (1.0 - 1.0 / 1024.0)
+    }
+
     /// Standing height: the drop allowance of the ground search and the swept cylinder's top.
     #[must_use]
     pub fn height(&self) -> f32 {
@@ -90,7 +100,10 @@ pub fn clearance_segments(agent: &Agent, ground: Vec3, foot: f32) -> [[Segment; 
         // Just under the head, but above any standable slope within one radius.
         let h = (head - 0.05).max(agent.radius * 1.05).min(head);
         let at = ground + Vec3::Y * h;
-        let (x, z) = (Vec3::X * agent.radius, Vec3::Z * agent.radius);
+        let (x, z) = (
+            Vec3::X * agent.probe_radius(),
+            Vec3::Z * agent.probe_radius(),
+        );
         let axis = Segment::new(ground + Vec3::Y * low, ground + Vec3::Y * head);
         low = head;
         [
@@ -162,7 +175,7 @@ pub fn disc_clearance(
     foot: f32,
     out: &mut Vec<Segment>,
 ) -> [usize; 3] {
-    let r = agent.radius;
+    let r = agent.probe_radius();
     let rim: [Vec3; RIM_SIDES] = std::array::from_fn(|k| {
         let a = k as f32 * std::f32::consts::TAU / RIM_SIDES as f32;
         Vec3::new(a.cos(), 0.0, a.sin()) * r
@@ -175,7 +188,7 @@ pub fn disc_clearance(
             ground + Vec3::Y * head,
         ));
         low = head;
-        let top = (head - 0.05).max(r * 1.05).min(head);
+        let top = (head - 0.05).max(agent.radius * 1.05).min(head);
         let rims = if last_rim.is_finite() {
             ((top - last_rim) / RIM_GAP).ceil().max(1.0) as usize
         } else {

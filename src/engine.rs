@@ -5,7 +5,17 @@ use crate::scene::{Mask, Scene};
 use crate::trace::cpu::Fusion;
 use crate::trace::{self, cpu, Hit, HitRecord, Occlusion, Ray, Segment};
 use crate::{Error, Result};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// Held while the engine creates or destroys a Vulkan instance, adapter or device of its own:
+/// NVIDIA's driver and older Vulkan loaders race when threads do that concurrently (a test
+/// binary running engines on 16 threads hung in the driver about one run in three on an H100;
+/// the Vulkan loader's issue 2018, wgpu's issue 5930).
+static LIFECYCLE: Mutex<()> = Mutex::new(());
+
+fn lifecycle() -> MutexGuard<'static, ()> {
+    LIFECYCLE.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// Which backend an engine runs its kernels on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +55,17 @@ pub struct Engine {
     fusion: Fusion,
 }
 
+impl Drop for Engine {
+    /// Releases the device (and with the last reference its instance) under the lock that
+    /// creating one takes.
+    fn drop(&mut self) {
+        if let Some(gpu) = self.gpu.take() {
+            let _serial = lifecycle();
+            drop(gpu);
+        }
+    }
+}
+
 impl Engine {
     /// The CPU backend.
     #[must_use]
@@ -63,6 +84,13 @@ impl Engine {
             reason: None,
             fusion,
         }
+    }
+
+    /// The CPU backend, with why it was chosen.
+    fn cpu_because(reason: String) -> Engine {
+        let mut cpu = Self::cpu();
+        cpu.reason = Some(reason);
+        cpu
     }
 
     /// How this engine's CPU kernels round (always [`Fusion::None`] on the GPU backend).
@@ -134,6 +162,7 @@ impl Engine {
     /// [`Engine::headless`] with `options` for the GPU engine it makes (when it makes one).
     #[must_use]
     pub fn headless_with(options: EngineOptions) -> Engine {
+        let _serial = lifecycle();
         let adapter = instance_and_adapter();
         let software = match &adapter {
             Ok(a) if a.get_info().device_type == wgpu::DeviceType::Cpu => Some(a.get_info()),
@@ -146,20 +175,14 @@ impl Engine {
                 info.name, info.backend
             );
             log::debug!("{reason}");
-            return Engine {
-                reason: Some(reason),
-                ..Self::cpu()
-            };
+            return Self::cpu_because(reason);
         }
         match adapter.and_then(|a| Self::on_adapter(&a, options)) {
             Ok(e) => e,
             Err(e) => {
                 let reason = format!("{e}; falling back to the CPU backend");
                 log::warn!("{reason}");
-                Engine {
-                    reason: Some(reason),
-                    ..Self::cpu()
-                }
+                Self::cpu_because(reason)
             }
         }
     }
@@ -174,6 +197,7 @@ impl Engine {
     /// A headless GPU engine on any adapter, software rasterizers included, or an error (never
     /// the CPU fallback).
     pub fn headless_gpu(options: EngineOptions) -> Result<Engine> {
+        let _serial = lifecycle();
         Self::on_adapter(&instance_and_adapter()?, options)
     }
 

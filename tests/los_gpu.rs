@@ -155,9 +155,16 @@ fn gpu_tables_equal_the_cpu_tables_on_the_built_in_scenes() {
                 }
                 assert!(los.submissions == 1 && los.waits == 1, "{label}: {los}");
                 assert_eq!(occluded, Counters::default(), "{label}: traced segments");
-                // The same kernel code as `occluded` on the same device: equal on any GPU.
+                // The same walk as `occluded` on the same device, but the kernel builds the
+                // segments itself: a compiler may round them differently, so by the contract.
                 let peer = through_segments(other, &scene, &w, range);
-                assert_same(&format!("{label}, against segments"), &theirs, &peer);
+                assert_contract(
+                    &format!("{label}, against segments"),
+                    &theirs,
+                    &peer,
+                    &scene,
+                    &w,
+                );
             }
             visible.push(cpu.visible_pairs());
         }
@@ -248,7 +255,8 @@ fn walled_field(side: usize) -> (Scene, Vec<Vec3>) {
     let mut mesh = Mesh::default();
     scenes::ground(&mut mesh, 60.0, 0.0);
     for k in 0..6 {
-        let x = -30.0 + 11.0 * k as f32;
+        // Off the waypoints' 1.5 m lines: no sight line runs in a wall's face.
+        let x = -30.2 + 11.0 * k as f32;
         let lo = Vec3::new(x, 0.0, -20.0 + 3.0 * k as f32);
         scenes::cuboid(&mut mesh, lo, lo + Vec3::new(0.4, 2.5, 14.0), scenes::SOLID);
     }

@@ -214,5 +214,13 @@ fn gpu_survey_rates_like_the_cpu() {
         assert_eq!(a.scores(d), b.scores(d), "{}", d.name());
     }
     assert_eq!(sv.light, on_gpu.light);
-    assert_eq!(sv.keys, on_gpu.keys);
+    // Openings are measured from hit points, which the agreement contract lets move by a few
+    // ulps (ARCHITECTURE.md, "Agreement between backends"): the same openings, within 1 mm.
+    assert_eq!(sv.keys.len(), on_gpu.keys.len(), "{:?}", on_gpu.keys);
+    for (a, b) in sv.keys.iter().zip(&on_gpu.keys) {
+        assert!(
+            a.kind == b.kind && a.normal == b.normal && a.position.distance(b.position) <= 1e-3,
+            "{a:?} on the CPU, {b:?} on the GPU"
+        );
+    }
 }

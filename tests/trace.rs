@@ -164,28 +164,31 @@ fn bvh_walks_agree_with_brute_force() {
                 let mut bad = 0;
                 for i in 0..rays.len() {
                     let (g, r) = (&got[i], &reference[i]);
-                    let same = g.triangle == r.triangle && (cpu::is_miss(g) || g.t == r.t);
-                    if same && bits.get(i) == occluded_ref[i] {
+                    let same_hit = g.triangle == r.triangle && (cpu::is_miss(g) || g.t == r.t);
+                    let same_bit = bits.get(i) == occluded_ref[i];
+                    if same_hit && same_bit {
                         continue;
                     }
                     // The CPU twin walks to the brute force's answer bit for bit; a GPU keeps
-                    // the agreement contract.
+                    // the agreement contract, the hit and the segment's bit each on its own.
+                    let gpu = engine.backend() == sightline::Backend::Gpu;
                     let ray = &rays[i];
                     let far = if cpu::is_miss(g) { r.t } else { g.t.max(r.t) };
                     let end = ray.origin() + ray.dir() * far.min(1e4) * 1.001;
-                    let gpu_ok = engine.backend() == sightline::Backend::Gpu
-                        && (contract::near_boundary(&masked, ray.origin(), end)
-                            || (!cpu::is_miss(g)
-                                && !cpu::is_miss(r)
-                                && bits.get(i) == occluded_ref[i]
-                                && contract::same_depth(
-                                    ray.origin(),
-                                    ray.dir(),
-                                    g.t,
-                                    r.t,
-                                    r.normal.into(),
-                                )));
-                    if !gpu_ok {
+                    let hit_ok = same_hit
+                        || contract::near_boundary(&masked, ray.origin(), end)
+                        || (!cpu::is_miss(g)
+                            && !cpu::is_miss(r)
+                            && contract::same_depth(
+                                ray.origin(),
+                                ray.dir(),
+                                g.t,
+                                r.t,
+                                r.normal.into(),
+                            ));
+                    let bit_ok = same_bit
+                        || contract::near_boundary(&masked, segs[i].start(), segs[i].end());
+                    if !(gpu && hit_ok && bit_ok) {
                         bad += 1;
                     }
                 }

@@ -303,7 +303,7 @@ impl Fine {
 /// a door jamb's corner on a diagonal (the agent's clearance test covers the axis and two
 /// diameters at head height).
 fn supported(engine: &Engine, scene: &Scene, points: &[Vec3], p: &FineParams) -> Result<Vec<bool>> {
-    let r = p.agent.radius;
+    let r = p.agent.probe_radius();
     let all = crate::Mask(crate::MaterialFlags::BLOCKS_FIRE.union(crate::MaterialFlags::WALKABLE));
     let (knee, head) = (p.step_height + 0.05, p.agent.head_heights[1] - 0.05);
     let waist = 0.5 * (knee + head);

@@ -202,7 +202,8 @@ fn ground_profile(
         if !flags.intersects(MaterialFlags::BLOCKS_FIRE) {
             kinds = kinds.union(EdgeKinds::WATER);
         }
-        let g = down[i].origin().y - h.t;
+        // On the ground grid, so a last bit of the hit does not move the walk's length.
+        let g = crate::ground::quantise_height(down[i].origin().y - h.t);
         if i > 0 {
             let (prev, prev_ny) = grounds[grounds.len() - 1];
             let rise: f32 = g - prev;
