@@ -72,10 +72,11 @@ pub const HEIGHT_STEPS: f32 = 1024.0;
 /// becomes the origin of more rays and the key of cells; a GPU may round its last bits
 /// otherwise than the CPU (fused arithmetic), and on the grid those bits vanish instead of
 /// spreading into every later decision, except for a height within a few ulps of a grid
-/// line. The height moves by at most half a millimetre.
+/// line. The height moves by at most half a millimetre. Never `-0.0`: a hit a hair under
+/// zero on one backend and over it on another gives the same bits.
 #[must_use]
 pub fn quantise_height(y: f32) -> f32 {
-    (y * HEIGHT_STEPS).round() / HEIGHT_STEPS
+    (y * HEIGHT_STEPS).round() / HEIGHT_STEPS + 0.0
 }
 
 /// Centre (x, z) of cell `i` of a row-major grid `width` cells wide.

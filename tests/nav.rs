@@ -16,7 +16,9 @@ mod common;
 mod gpu;
 
 use glam::{Affine3A, Vec2, Vec3, Vec3A};
-use sightline::nav::{self, CostParams, Edge, EdgeKinds, NavGraph, NavParams, NavReport};
+use sightline::nav::{
+    self, CostParams, Edge, EdgeKinds, NavGraph, NavParams, NavReport, WalkSurface,
+};
 use sightline::scene::procedural;
 use sightline::tables::{self, PrecomputeParams, TableFile};
 use sightline::underlay::{underlay, Cover};
@@ -1515,6 +1517,53 @@ fn key(p: Vec3) -> [u32; 3] {
 fn gpu_and_cpu_build_the_same_sniper_graph() {
     for (name, other) in gpu::twins() {
         same_graph_as_the_plain_twin(&name, &other);
+    }
+}
+
+/// The GPU and the fused CPU twins build the plain twin's walk surface, place for place and
+/// link for link, on `sniper` (walls one body radius from places), `urban` and `dungeon.obj`.
+#[test]
+fn every_twin_builds_the_same_walk_surface() {
+    let params = NavParams::standard();
+    let twins = gpu::twins();
+    for (label, level) in [
+        ("sniper", sniper()),
+        ("urban", urban()),
+        ("dungeon", dungeon()),
+    ] {
+        let plain = WalkSurface::build(&Engine::cpu(), &level.scene, &params).unwrap();
+        let places = |w: &WalkSurface| -> Vec<([u32; 3], Vec<u32>)> {
+            (0..w.len() as u32)
+                .map(|i| (key(w.position(i)), w.links(i).to_vec()))
+                .collect()
+        };
+        let want = places(&plain);
+        assert!(want.len() > 1000, "{label}: {} places", want.len());
+        for (name, other) in &twins {
+            let got = places(&WalkSurface::build(other, &level.scene, &params).unwrap());
+            assert_eq!(got.len(), want.len(), "{label}, {name}: places");
+            // A height that lies within ulps of a midpoint of the 1/1024 m ground grid may
+            // round to either neighbour (the contract's one exception); its links stay.
+            let (mut tie, mut other) = (0, 0);
+            for (a, b) in want.iter().zip(&got).filter(|(a, b)| a != b) {
+                let (p, q) = (a.0.map(f32::from_bits), b.0.map(f32::from_bits));
+                let step = (p[1] - q[1]).abs() * ground::HEIGHT_STEPS;
+                if a.1 == b.1 && p[0] == q[0] && p[2] == q[2] && step == 1.0 {
+                    tie += 1;
+                } else {
+                    other += 1;
+                }
+            }
+            println!(
+                "{label}, {name}: {} places; {tie} a grid step apart (a rounding tie), {other} \
+                 otherwise different",
+                got.len()
+            );
+            assert!(
+                other == 0 && tie * 1000 <= want.len(),
+                "{label}, {name}: {tie} ties, {other} other places differ"
+            );
+        }
     }
 }
 
