@@ -100,10 +100,8 @@ pub fn clearance_segments(agent: &Agent, ground: Vec3, foot: f32) -> [[Segment; 
         // Just under the head, but above any standable slope within one radius.
         let h = (head - 0.05).max(agent.radius * 1.05).min(head);
         let at = ground + Vec3::Y * h;
-        let (x, z) = (
-            Vec3::X * agent.probe_radius(),
-            Vec3::Z * agent.probe_radius(),
-        );
+        let r = agent.probe_radius();
+        let (x, z) = (Vec3::X * r, Vec3::Z * r);
         let axis = Segment::new(ground + Vec3::Y * low, ground + Vec3::Y * head);
         low = head;
         [

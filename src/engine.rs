@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 /// Held while the engine creates or destroys a Vulkan instance, adapter or device of its own:
 /// NVIDIA's driver and older Vulkan loaders race when threads do that concurrently (a test
 /// binary running engines on 16 threads hung in the driver about one run in three on an H100;
-/// the Vulkan loader's issue 2018, wgpu's issue 5930).
+/// the loader walks its list of devices while another thread frees from it).
 static LIFECYCLE: Mutex<()> = Mutex::new(());
 
 fn lifecycle() -> MutexGuard<'static, ()> {
