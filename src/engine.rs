@@ -5,6 +5,7 @@ use crate::scene::{Mask, Scene};
 use crate::trace::cpu::Fusion;
 use crate::trace::{self, cpu, Hit, HitRecord, Occlusion, Ray, Segment};
 use crate::{Error, Result};
+use glam::Vec3;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// Held while the engine creates or destroys a Vulkan instance, adapter or device of its own:
@@ -328,6 +329,22 @@ impl Engine {
                 pass.read_occlusion(gpu)
             }
         }
+    }
+
+    /// A fan: one bit per end, set when a triangle matching `mask` lies strictly between `eye`
+    /// and that end ([`Engine::occluded`] of the segments `eye -> end`). The CPU backend traces
+    /// segments that share their start in packets, so a fan costs less a segment than scattered
+    /// ones; [`Engine::occluded`] finds such runs by itself, so listing a grid's segments eye by
+    /// eye gains the same.
+    pub fn occluded_from(
+        &self,
+        scene: &Scene,
+        eye: Vec3,
+        ends: &[Vec3],
+        mask: Mask,
+    ) -> Result<Occlusion> {
+        let segments: Vec<Segment> = ends.iter().map(|&e| Segment::new(eye, e)).collect();
+        self.occluded(scene, &segments, mask)
     }
 
     /// [`Engine::occluded`] for several batches, each with its own mask: on the GPU all of

@@ -7,7 +7,7 @@
 //! twins ([`Fusion`]) round as a contracting compiler would. They are the reference in tests
 //! and the fallback without an adapter.
 
-use super::{HitRecord, Occlusion, Ray, Segment, NO_HIT};
+use super::{packet, HitRecord, Occlusion, Ray, Segment, NO_HIT};
 use crate::bvh::{GpuTriangle, WideNode};
 use crate::scene::Tier;
 use glam::{Vec3, Vec3A, Vec4};
@@ -454,22 +454,45 @@ pub fn occluded_with(
 ) -> Occlusion {
     const WORDS: usize = 8; // 256 segments per task
     let mut out = Occlusion::new(segments.len());
-    let init = || {
-        (
-            Box::new([[(0, 0, 0.0); STACK_SIZE]; LANES]),
-            Vec::with_capacity(32 * WORDS),
-        )
+    let init = || OccludedState {
+        stacks: Box::new([[(0, 0, 0.0); STACK_SIZE]; LANES]),
+        packet: Box::new([(0, 0, 0); STACK_SIZE]),
+        preps: Vec::with_capacity(32 * WORDS),
     };
-    let task = |(stacks, preps): &mut (Box<Stacks>, Vec<RayPrep>),
-                (words, chunk): (&mut [u32], &[Segment])| {
+    let task = |state: &mut OccludedState, (words, chunk): (&mut [u32], &[Segment])| {
+        let preps = &mut state.preps;
         preps.clear();
         preps.extend(
             chunk
                 .iter()
                 .map(|s| RayPrep::fused(s.start(), s.end() - s.start(), fusion)),
         );
+        // Runs sharing a start go in packets (the plain rounding only: the fused twins are
+        // references, traced one ray at a time); the stream skips what they traced.
+        let mut traced = [0u32; WORDS];
+        let packed = fusion == Fusion::None
+            && packet::trace_runs(
+                tiers,
+                preps,
+                1.0,
+                mask,
+                &mut state.packet,
+                words,
+                &mut traced,
+            );
+        if !packed {
+            for t in tiers {
+                any_hit_stream(t, preps, 1.0, mask, &mut state.stacks, words);
+            }
+            return;
+        }
+        let mut rest: [u32; WORDS] =
+            std::array::from_fn(|k| traced[k] | words.get(k).copied().unwrap_or(0));
         for t in tiers {
-            any_hit_stream(t, preps, 1.0, mask, stacks, words);
+            any_hit_stream(t, preps, 1.0, mask, &mut state.stacks, &mut rest);
+        }
+        for k in 0..words.len() {
+            words[k] |= rest[k] & !traced[k];
         }
     };
     if segments.len() <= SERIAL_BELOW {
@@ -484,6 +507,13 @@ pub fn occluded_with(
             .for_each_init(init, task);
     }
     out
+}
+
+/// Per-task scratch of [`occluded_with`].
+struct OccludedState {
+    stacks: Box<Stacks>,
+    packet: Box<packet::PacketStack>,
+    preps: Vec<RayPrep>,
 }
 
 /// Batches smaller than this are traced on the calling thread: waking the thread pool costs

@@ -2,6 +2,7 @@
 
 pub mod cpu;
 pub mod down;
+pub mod packet;
 
 use bytemuck::{Pod, Zeroable};
 use glam::Vec3;

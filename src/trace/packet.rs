@@ -1,0 +1,353 @@
+//! Shared-origin packets for the CPU twin of `occluded`: runs of segments that start at one eye
+//! (a sensor grid's, a viewshed's, a line-of-sight table's rows) are traced [`WIDTH`] at a time
+//! down the four-wide tree, each node and triangle loaded once for the packet and tested for
+//! all its rays in SIMD lanes (Wald, Slusallek, Benthin, Wagner, "Interactive Rendering with
+//! Coherent Ray Tracing", 2001). A stack entry carries the lanes whose own slab test entered
+//! it, so a lane tests exactly the leaves the single-ray walk tests, with the same slab test
+//! and the same watertight triangle test, operation for operation: every bit equals the
+//! single-ray walk's. The shared origin is subtracted from a box plane or a vertex once per
+//! packet instead of once per ray.
+
+use super::cpu::{RayPrep, BOX_PAD, EDGE_SNAP, STACK_SIZE};
+use crate::bvh::{GpuTriangle, WideNode};
+use crate::scene::Tier;
+use glam::Vec3A;
+
+/// Rays per packet.
+pub const WIDTH: usize = 16;
+
+/// Runs shorter than this go to the single-ray walk: a packet of a few lanes costs about what
+/// a full one does.
+pub const MIN_RUN: usize = 6;
+
+type Lanes = [f32; WIDTH];
+
+/// Stack entries of a packet walk: `(child, count, lanes that entered it)`.
+pub type PacketStack = [(u32, u32, u32); STACK_SIZE];
+
+/// Up to [`WIDTH`] rays from one origin, one lane each, in structure-of-arrays form.
+struct Packet {
+    org: Vec3A,
+    inv: [Lanes; 3],
+    /// `rows[k][axis]`: the lanes' shear rows of the watertight test ([`RayPrep`]'s `rows`).
+    rows: [[Lanes; 3]; 3],
+    /// Lanes holding a ray.
+    valid: u32,
+}
+
+impl Packet {
+    /// `rays` (1 to [`WIDTH`], one origin) in lanes `0..rays.len()`; the other lanes repeat the
+    /// first ray and are not valid.
+    fn new(rays: &[RayPrep]) -> Packet {
+        debug_assert!(!rays.is_empty() && rays.len() <= WIDTH);
+        let mut p = Packet {
+            org: rays[0].org,
+            inv: [[0.0; WIDTH]; 3],
+            rows: [[[0.0; WIDTH]; 3]; 3],
+            valid: (1 << rays.len()) - 1,
+        };
+        for l in 0..WIDTH {
+            let r = &rays[if l < rays.len() { l } else { 0 }];
+            for axis in 0..3 {
+                p.inv[axis][l] = r.inv[axis];
+                for k in 0..3 {
+                    p.rows[k][axis][l] = r.rows[k][axis];
+                }
+            }
+        }
+        p
+    }
+
+    /// Lanes whose slab test enters child `i` of `n` before `t_max` and whose entry is not past
+    /// `t_max`: `children_entry` and the any-hit walk's pop test, lane by lane. `max` and `min`
+    /// are written as SSE's `maxps` and `minps` (the second operand when the first does not
+    /// compare greater or less), which the single-ray test uses.
+    #[inline(always)]
+    fn enters(&self, n: &WideNode, i: usize, t_max: f32) -> u32 {
+        let o = self.org.to_array();
+        let mx = |a: f32, b: f32| if a > b { a } else { b };
+        let mn = |a: f32, b: f32| if a < b { a } else { b };
+        let d = [0, 1, 2].map(|a| (n.bounds[2 * a][i] - o[a], n.bounds[2 * a + 1][i] - o[a]));
+        let mut hit = [false; WIDTH];
+        for l in 0..WIDTH {
+            let slab = |a: usize| {
+                let inv = self.inv[a][l];
+                let (lo, hi) = (d[a].0 * inv, d[a].1 * inv);
+                if inv < 0.0 {
+                    (hi, lo)
+                } else {
+                    (lo, hi)
+                }
+            };
+            let ((nx, fx), (ny, fy), (nz, fz)) = (slab(0), slab(1), slab(2));
+            let near = mx(mx(nx, ny), mx(nz, 0.0));
+            let far = mn(mn(fx, fy), mn(fz, t_max)) * BOX_PAD;
+            hit[l] = (near <= far) & !(near > t_max);
+        }
+        bits(&hit)
+    }
+
+    /// Lanes whose ray meets `tri` with `0 < t < t_max`: [`super::cpu::intersect`] lane by lane.
+    #[inline(always)]
+    fn hits(&self, tri: &GpuTriangle, t_max: f32) -> u32 {
+        let a = Vec3A::from(tri.v0) - self.org;
+        let b = Vec3A::from(tri.v1) - self.org;
+        let c = Vec3A::from(tri.v2) - self.org;
+        let [r0, r1, r2] = &self.rows;
+        let mut hit = [false; WIDTH];
+        for l in 0..WIDTH {
+            // Vec3A::dot's order: (x * x' + y * y') + z * z'.
+            let dot = |r: &[Lanes; 3], v: Vec3A| (r[0][l] * v.x + r[1][l] * v.y) + r[2][l] * v.z;
+            let (ax, ay) = (dot(r0, a), dot(r1, a));
+            let (bx, by) = (dot(r0, b), dot(r1, b));
+            let (cx, cy) = (dot(r0, c), dot(r1, c));
+            let u = snap_edge(cx * by - cy * bx, cx * by, cy * bx);
+            let v = snap_edge(ax * cy - ay * cx, ax * cy, ay * cx);
+            let w = snap_edge(bx * ay - by * ax, bx * ay, by * ax);
+            let outside = ((u < 0.0) | (v < 0.0) | (w < 0.0)) & ((u > 0.0) | (v > 0.0) | (w > 0.0));
+            let det = u + v + w;
+            let t_scaled = u * dot(r2, a) + v * dot(r2, b) + w * dot(r2, c);
+            let sign = if det < 0.0 { -1.0 } else { 1.0 };
+            let (ts, ds) = (t_scaled * sign, det * sign);
+            hit[l] = !outside & (det != 0.0) & !((ts <= 0.0) | (ts >= t_max * ds));
+        }
+        bits(&hit)
+    }
+}
+
+/// Asks for a pushed child's memory (a node, or the first lines of a leaf's triangles): the
+/// walk pops it after its siblings, so the load overlaps their tests.
+#[inline(always)]
+fn prefetch(nodes: &[WideNode], triangles: &[GpuTriangle], child: u32, count: u32) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let (p, lines) = if count > 0 {
+            (
+                triangles.as_ptr().wrapping_add(child as usize) as *const i8,
+                count.min(4) as usize,
+            )
+        } else {
+            (nodes.as_ptr().wrapping_add(child as usize) as *const i8, 2)
+        };
+        for l in 0..lines {
+            // SAFETY: prefetching never faults, whatever the address.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64 * l)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (nodes, triangles, child, count);
+}
+
+/// `snap_edge` of the single-ray test.
+#[inline(always)]
+fn snap_edge(d: f32, p: f32, q: f32) -> f32 {
+    if d.abs() <= EDGE_SNAP * p.abs().max(q.abs()) {
+        0.0
+    } else {
+        d
+    }
+}
+
+#[inline(always)]
+fn bits(hit: &[bool; WIDTH]) -> u32 {
+    hit.iter()
+        .enumerate()
+        .fold(0, |m, (l, &h)| m | u32::from(h) << l)
+}
+
+/// Lanes of `p` (among `lanes`) that a triangle of `tier` matching `mask` blocks before `t_max`.
+#[inline(always)]
+fn any_hit(
+    tier: &Tier,
+    p: &Packet,
+    t_max: f32,
+    mask: u32,
+    lanes: u32,
+    stack: &mut PacketStack,
+) -> u32 {
+    let (nodes, triangles) = (&tier.wide, &tier.triangles);
+    if nodes.is_empty() || lanes == 0 {
+        return 0;
+    }
+    let mut active = lanes;
+    stack[0] = (0, 0, lanes);
+    let mut sp = 1;
+    while sp > 0 {
+        sp -= 1;
+        let (child, count, entered) = stack[sp];
+        let m = entered & active;
+        if m == 0 {
+            continue;
+        }
+        if count > 0 {
+            for tri in &triangles[child as usize..][..count as usize] {
+                if tri.flags & mask != 0 {
+                    active &= !(p.hits(tri, t_max) & m);
+                    if active & m == 0 {
+                        break;
+                    }
+                }
+            }
+            if active == 0 {
+                break;
+            }
+            continue;
+        }
+        let n = &nodes[child as usize];
+        for i in 0..4 {
+            let e = p.enters(n, i, t_max) & m;
+            if e != 0 {
+                prefetch(nodes, triangles, n.child[i], n.count[i]);
+            }
+            stack[sp] = (n.child[i], n.count[i], e);
+            sp += usize::from(e != 0);
+        }
+    }
+    lanes & !active
+}
+
+/// Traces every run of at least [`MIN_RUN`] consecutive rays of `rays` that share an origin
+/// (bit for bit) in packets against `tiers`: sets the bits of blocked rays in `words` and of
+/// every ray it traced in `traced` (both one bit per ray). Returns whether it traced any.
+/// Compiled for AVX-512 and AVX2 as well, which run where the processor has them (sixteen
+/// lanes in one register or two; the answers are the same either way).
+pub(crate) fn trace_runs(
+    tiers: &[&Tier],
+    rays: &[RayPrep],
+    t_max: f32,
+    mask: u32,
+    stack: &mut PacketStack,
+    words: &mut [u32],
+    traced: &mut [u32],
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the processor has AVX-512F, checked above.
+        return unsafe { trace_runs_avx512(tiers, rays, t_max, mask, stack, words, traced) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the processor has AVX2, checked above.
+        return unsafe { trace_runs_avx2(tiers, rays, t_max, mask, stack, words, traced) };
+    }
+    trace_runs_in(tiers, rays, t_max, mask, stack, words, traced)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn trace_runs_avx512(
+    tiers: &[&Tier],
+    rays: &[RayPrep],
+    t_max: f32,
+    mask: u32,
+    stack: &mut PacketStack,
+    words: &mut [u32],
+    traced: &mut [u32],
+) -> bool {
+    trace_runs_in(tiers, rays, t_max, mask, stack, words, traced)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn trace_runs_avx2(
+    tiers: &[&Tier],
+    rays: &[RayPrep],
+    t_max: f32,
+    mask: u32,
+    stack: &mut PacketStack,
+    words: &mut [u32],
+    traced: &mut [u32],
+) -> bool {
+    trace_runs_in(tiers, rays, t_max, mask, stack, words, traced)
+}
+
+#[inline(always)]
+fn trace_runs_in(
+    tiers: &[&Tier],
+    rays: &[RayPrep],
+    t_max: f32,
+    mask: u32,
+    stack: &mut PacketStack,
+    words: &mut [u32],
+    traced: &mut [u32],
+) -> bool {
+    let key = |r: &RayPrep| r.org.to_array().map(f32::to_bits);
+    let mut any = false;
+    let mut start = 0;
+    while start < rays.len() {
+        let k = key(&rays[start]);
+        let end = start + rays[start..].iter().take_while(|r| key(r) == k).count();
+        if end - start >= MIN_RUN {
+            any = true;
+            for base in (start..end).step_by(WIDTH) {
+                let chunk = &rays[base..end.min(base + WIDTH)];
+                let p = Packet::new(chunk);
+                let mut blocked = 0;
+                for t in tiers {
+                    blocked |= any_hit(t, &p, t_max, mask, p.valid & !blocked, stack);
+                }
+                for l in 0..chunk.len() {
+                    let i = base + l;
+                    traced[i / 32] |= 1 << (i % 32);
+                    words[i / 32] |= (blocked >> l & 1) << (i % 32);
+                }
+            }
+        }
+        start = end;
+    }
+    any
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scene::procedural;
+    use crate::trace::{cpu, Segment, SplitMix64};
+
+    /// Runs of [`MIN_RUN`] or more go in packets (and only they), with the single-ray answers.
+    #[test]
+    fn runs_go_in_packets_with_single_ray_answers() {
+        let scene = procedural::by_name("village", 2, 1).unwrap();
+        let (lo, hi) = scene.bounds().unwrap();
+        let mut rng = SplitMix64(4);
+        let mut segs = Vec::new();
+        let mut in_run = Vec::new();
+        for run in [1, MIN_RUN - 1, MIN_RUN, WIDTH + 3, 2, 3 * WIDTH, 1, 40] {
+            let eye = rng.in_box(lo, hi);
+            for _ in 0..run {
+                segs.push(Segment::new(
+                    eye,
+                    eye + rng.unit_vector() * rng.range(1.0, 40.0),
+                ));
+                in_run.push(run >= MIN_RUN);
+            }
+        }
+        let rays: Vec<RayPrep> = segs
+            .iter()
+            .map(|s| RayPrep::new(s.start(), s.end() - s.start()))
+            .collect();
+        let tiers = scene.tiers();
+        let words = segs.len().div_ceil(32);
+        let (mut blocked, mut traced) = (vec![0u32; words], vec![0u32; words]);
+        let mut stack = Box::new([(0, 0, 0); STACK_SIZE]);
+        assert!(trace_runs(
+            &tiers,
+            &rays,
+            1.0,
+            1,
+            &mut stack,
+            &mut blocked,
+            &mut traced
+        ));
+        let bit = |w: &[u32], i: usize| w[i / 32] >> (i % 32) & 1 == 1;
+        let mut hits = 0;
+        for (i, s) in segs.iter().enumerate() {
+            assert_eq!(bit(&traced, i), in_run[i], "segment {i}");
+            let single = cpu::occluded(&tiers, &[*s], 1).get(0);
+            assert_eq!(bit(&blocked, i), single && in_run[i], "segment {i}");
+            hits += usize::from(single && in_run[i]);
+        }
+        assert!(hits > 0 && hits < in_run.iter().filter(|&&r| r).count());
+    }
+}
