@@ -114,6 +114,39 @@ pub fn occluded_masked(
     Ok(split.scatter(&engine.occluded_many(scene, &split.views())?))
 }
 
+/// [`occluded_masked`] of segments tagged with the eye each starts from (`eye[i] < eyes`),
+/// traced eye by eye: segments that share a start then run together, which the CPU backend
+/// traces in packets (and a GPU's neighbouring threads walk alike). Answers in the given
+/// order.
+pub fn occluded_by_eye(
+    engine: &Engine,
+    scene: &Scene,
+    segs: &[(Segment, Mask)],
+    eye: &[u32],
+    eyes: usize,
+) -> Result<Vec<bool>> {
+    debug_assert_eq!(segs.len(), eye.len());
+    let mut at = vec![0usize; eyes + 1];
+    for &e in eye {
+        at[e as usize + 1] += 1;
+    }
+    for k in 0..eyes {
+        at[k + 1] += at[k];
+    }
+    let mut order = vec![0usize; segs.len()];
+    for (i, &e) in eye.iter().enumerate() {
+        order[at[e as usize]] = i;
+        at[e as usize] += 1;
+    }
+    let grouped: Vec<(Segment, Mask)> = order.iter().map(|&i| segs[i]).collect();
+    let bits = occluded_masked(engine, scene, &grouped)?;
+    let mut out = vec![false; segs.len()];
+    for (&i, b) in order.iter().zip(bits) {
+        out[i] = b;
+    }
+    Ok(out)
+}
+
 /// The whole-body sample of candidates as segments: every candidate's points for every
 /// observer, in order, and the number of points per (candidate, observer).
 pub fn body_segments(

@@ -5,7 +5,7 @@ use super::local::{VIS_EXPOSED, VIS_HEAD, VIS_HEAD_FIRST, VIS_HIDDEN, VIS_PRONE,
 use super::surface::{shape_key, ShapeKey};
 use super::{DenseParams, DenseQuery};
 use crate::cover::body::body_points;
-use crate::cover::verify::occluded_masked;
+use crate::cover::verify::occluded_by_eye;
 use crate::cover::Posture;
 use crate::scene::{Mask, Scene};
 use crate::trace::Segment;
@@ -159,10 +159,18 @@ impl Wave {
         rays: &mut [usize],
     ) -> Result<()> {
         let mut segs: Vec<(Segment, Mask)> = Vec::new();
+        // Each segment's eye: its group's first eye plus the observer's index.
+        let mut eye = Vec::new();
+        let mut first_eye = Vec::with_capacity(shared.groups.len() + 1);
+        first_eye.push(0);
+        for &g in &shared.groups {
+            first_eye.push(first_eye.last().unwrap() + queries[g].observers.len() as u32);
+        }
         let mut spans = Vec::with_capacity(self.vis.len());
         let mut points = Vec::new();
         for a in &self.vis {
-            let q = &queries[shared.groups[shared.group_of[a.qi] as usize]];
+            let group = shared.group_of[a.qi] as usize;
+            let q = &queries[shared.groups[group]];
             let start = segs.len();
             let mut postures = Vec::new();
             let top = Posture::ALL[(a.fit.clamp(1, 3) - 1) as usize];
@@ -175,16 +183,18 @@ impl Wave {
             if matches!(a.code, VIS_UNKNOWN | VIS_HEAD_FIRST) {
                 let head = a.at + Vec3::Y * q.agent.head_height(Posture::Prone);
                 let from = head_observers(a, q.observers.len());
+                eye.extend(from.clone().map(|k| first_eye[group] + k as u32));
                 let eyes = &q.observers[from];
                 segs.extend(eyes.iter().map(|&o| (Segment::new(o, head), q.mask)));
                 postures.push((Posture::Prone, start, segs.len()));
             }
             for &posture in wanted.iter().filter(|&&x| x <= top) {
                 let s0 = segs.len();
-                for &o in &q.observers {
+                for (k, &o) in q.observers.iter().enumerate() {
                     points.clear();
                     body_points(&q.agent, a.at, posture, o, &p.body, &mut points);
                     segs.extend(points.iter().map(|&t| (Segment::new(o, t), q.mask)));
+                    eye.resize(segs.len(), first_eye[group] + k as u32);
                 }
                 postures.push((posture, s0, segs.len()));
             }
@@ -192,7 +202,8 @@ impl Wave {
             let n = q.observers.len();
             spans.push((postures, head_observers(a, n).end == n));
         }
-        let blocked = occluded_masked(engine, scene, &segs)?;
+        let eyes = *first_eye.last().unwrap() as usize;
+        let blocked = occluded_by_eye(engine, scene, &segs, &eye, eyes)?;
         for (a, (postures, all_eyes)) in self.vis.iter().zip(spans) {
             let hidden = |&(_, s, e): &(Posture, usize, usize)| blocked[s..e].iter().all(|&x| x);
             let next = match a.code {
