@@ -2,7 +2,8 @@
 //! GPU backend on its compute kernels (`gpu`) and on wgpu's ray queries where the adapter offers
 //! them (`gpu-rq`; on a machine without a GPU both run on lavapipe, a CPU Vulkan driver), parry3d and, with the `embree` feature, Embree 3 (`rtcOccluded1`,
 //! `rtcOccluded16`, `rtcIntersect1`). Queries: random short and long segments, coherent fans
-//! (an eye tracing a 64 x 64 grid of ground points, as a sensor grid does) and random rays for
+//! (an eye tracing a 64 x 64 grid of ground points, as a sensor grid does; denser fans of
+//! 256 x 256 points, 500,000 segments a call) and random rays for
 //! closest hits, on the real `dungeon.obj`, `village` and a 1M-triangle `urban`. Also times the
 //! BVH build of that `urban`, and its upload to each GPU engine (`upload/urban1m`: for `gpu-rq`
 //! that includes building the acceleration structures).
@@ -55,14 +56,22 @@ enum Kind {
     /// Eyes 1.6 m above random ground, each to a 64 x 64 grid of points 0.5 m above the ground
     /// over 40 m x 40 m around it, row by row: consecutive segments share their start.
     Fan,
+    /// As `Fan`, with a 256 x 256 grid (0.16 m apart) and 500,000 segments a call.
+    DenseFan,
 }
 
 impl Kind {
+    /// Fans: consecutive segments share a start (Embree's coherent hint).
+    fn coherent(self) -> bool {
+        matches!(self, Kind::Fan | Kind::DenseFan)
+    }
+
     fn name(self) -> &'static str {
         match self {
             Kind::Short => "short",
             Kind::Long => "long",
             Kind::Fan => "fan",
+            Kind::DenseFan => "dense_fan",
         }
     }
 }
@@ -70,8 +79,10 @@ impl Kind {
 fn segments(scene: &Scene, kind: Kind, n: usize, seed: u64) -> Vec<Segment> {
     let (lo, hi) = scene.bounds().expect("non-empty scene");
     let mut rng = SplitMix64(seed);
-    if kind == Kind::Fan {
-        return fans(scene, n, &mut rng);
+    match kind {
+        Kind::Fan => return fans(scene, n, 64, &mut rng),
+        Kind::DenseFan => return fans(scene, n, 256, &mut rng),
+        _ => {}
     }
     (0..n)
         .map(|_| {
@@ -102,20 +113,21 @@ fn ground(scene: &Scene, xz: &[(f32, f32)]) -> Vec<Option<Vec3>> {
         .collect()
 }
 
-fn fans(scene: &Scene, n: usize, rng: &mut SplitMix64) -> Vec<Segment> {
+/// Eyes over random ground, each to a `side` x `side` grid over 40 m around it.
+fn fans(scene: &Scene, n: usize, side: usize, rng: &mut SplitMix64) -> Vec<Segment> {
     let (lo, hi) = scene.bounds().expect("non-empty scene");
-    let mut out = Vec::with_capacity(n + 4096);
+    let mut out = Vec::with_capacity(n + side * side);
     while out.len() < n {
         let p = rng.in_box(lo, hi);
         let Some(g) = ground(scene, &[(p.x, p.z)])[0] else {
             continue;
         };
         let eye = g + Vec3::Y * 1.6;
-        let grid: Vec<(f32, f32)> = (0..64 * 64)
+        let grid: Vec<(f32, f32)> = (0..side * side)
             .map(|k| {
-                let step = |i: usize| -20.0 + i as f32 * 40.0 / 63.0;
-                let x = (p.x + step(k % 64)).clamp(lo.x, hi.x);
-                let z = (p.z + step(k / 64)).clamp(lo.z, hi.z);
+                let step = |i: usize| -20.0 + i as f32 * 40.0 / (side - 1) as f32;
+                let x = (p.x + step(k % side)).clamp(lo.x, hi.x);
+                let z = (p.z + step(k / side)).clamp(lo.z, hi.z);
                 (x, z)
             })
             .collect();
@@ -247,7 +259,7 @@ fn check_occlusion(case: &Case, kind: Kind, segs: &[Segment], ours: &[bool]) {
         ("rtcOccluded1", case.embree.occluded1(segs)),
         (
             "rtcOccluded16",
-            case.embree.occluded16(segs, kind == Kind::Fan),
+            case.embree.occluded16(segs, kind.coherent()),
         ),
     ] {
         let differ: Vec<usize> = (0..n).filter(|&i| ours[i] != theirs[i]).collect();
@@ -273,8 +285,12 @@ fn check_occlusion(case: &Case, kind: Kind, segs: &[Segment], ours: &[bool]) {
 fn occlusion(c: &mut Criterion, cases: &[Case], gpus: &[(&'static str, Engine)]) {
     let cpu = Engine::cpu();
     for case in cases {
-        for (k, kind) in [Kind::Short, Kind::Long, Kind::Fan].into_iter().enumerate() {
-            let segs = segments(&case.scene, kind, BATCH, 0x51_6874 + k as u64);
+        for (k, kind) in [Kind::Short, Kind::Long, Kind::Fan, Kind::DenseFan]
+            .into_iter()
+            .enumerate()
+        {
+            let n = if kind == Kind::DenseFan { 500_000 } else { BATCH };
+            let segs = segments(&case.scene, kind, n, 0x51_6874 + k as u64);
             let ours = cpu.occluded(&case.scene, &segs, Mask::SIGHT).unwrap();
             let bits: Vec<bool> = ours.iter().collect();
             check_occlusion(case, kind, &segs, &bits);
@@ -290,7 +306,7 @@ fn occlusion(c: &mut Criterion, cases: &[Case], gpus: &[(&'static str, Engine)])
                     b.iter(|| case.embree.occluded1(black_box(&segs)))
                 });
                 g.bench_function("embree_occluded16", |b| {
-                    b.iter(|| case.embree.occluded16(black_box(&segs), kind == Kind::Fan))
+                    b.iter(|| case.embree.occluded16(black_box(&segs), kind.coherent()))
                 });
             }
             g.bench_function("parry3d", |b| {
