@@ -289,7 +289,11 @@ fn occlusion(c: &mut Criterion, cases: &[Case], gpus: &[(&'static str, Engine)])
             .into_iter()
             .enumerate()
         {
-            let n = if kind == Kind::DenseFan { 500_000 } else { BATCH };
+            let n = if kind == Kind::DenseFan {
+                500_000
+            } else {
+                BATCH
+            };
             let segs = segments(&case.scene, kind, n, 0x51_6874 + k as u64);
             let ours = cpu.occluded(&case.scene, &segs, Mask::SIGHT).unwrap();
             let bits: Vec<bool> = ours.iter().collect();

@@ -35,6 +35,9 @@ struct Packet {
     valid: u32,
 }
 
+// Lane loops index several arrays by lane: the form the vectorizer turns into one instruction
+// per operation.
+#[allow(clippy::needless_range_loop)]
 impl Packet {
     /// `rays` (1 to [`WIDTH`], one origin) in lanes `0..rays.len()`; the other lanes repeat the
     /// first ray and are not valid.
