@@ -238,10 +238,18 @@ pub fn children_entry(r: &RayPrep, node: &WideNode, t_max: f32) -> (u32, Vec4) {
 /// pop: the streams step other rays meanwhile, so the load overlaps their work.
 #[inline(always)]
 fn prefetch_top(stack: &[(u32, u32, f32)], sp: usize, nodes: &[WideNode], tris: &[GpuTriangle]) {
-    #[cfg(target_arch = "x86_64")]
     if sp > 0 {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         let (child, count, _) = stack[sp - 1];
+        prefetch(nodes, tris, child, count);
+    }
+}
+
+/// Asks for the memory of a stack entry: a node, or the first lines of a leaf's triangles.
+#[inline(always)]
+pub(crate) fn prefetch(nodes: &[WideNode], tris: &[GpuTriangle], child: u32, count: u32) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         let (p, lines) = if count > 0 {
             (
                 tris.as_ptr().wrapping_add(child as usize) as *const i8,
@@ -256,7 +264,7 @@ fn prefetch_top(stack: &[(u32, u32, f32)], sp: usize, nodes: &[WideNode], tris: 
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (stack, sp, nodes, tris);
+    let _ = (nodes, tris, child, count);
 }
 
 /// Pushes the children in `mask` onto `stack` at `sp`, nearest last so it is popped first.

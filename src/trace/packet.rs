@@ -8,7 +8,7 @@
 //! single-ray walk's. The shared origin is subtracted from a box plane or a vertex once per
 //! packet instead of once per ray.
 
-use super::cpu::{RayPrep, BOX_PAD, EDGE_SNAP, STACK_SIZE};
+use super::cpu::{prefetch, RayPrep, BOX_PAD, EDGE_SNAP, STACK_SIZE};
 use crate::bvh::{GpuTriangle, WideNode};
 use crate::scene::Tier;
 use glam::Vec3A;
@@ -118,30 +118,6 @@ impl Packet {
     }
 }
 
-/// Asks for a pushed child's memory (a node, or the first lines of a leaf's triangles): the
-/// walk pops it after its siblings, so the load overlaps their tests.
-#[inline(always)]
-fn prefetch(nodes: &[WideNode], triangles: &[GpuTriangle], child: u32, count: u32) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let (p, lines) = if count > 0 {
-            (
-                triangles.as_ptr().wrapping_add(child as usize) as *const i8,
-                count.min(4) as usize,
-            )
-        } else {
-            (nodes.as_ptr().wrapping_add(child as usize) as *const i8, 2)
-        };
-        for l in 0..lines {
-            // SAFETY: prefetching never faults, whatever the address.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64 * l)) };
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (nodes, triangles, child, count);
-}
-
 /// `snap_edge` of the single-ray test.
 #[inline(always)]
 fn snap_edge(d: f32, p: f32, q: f32) -> f32 {
@@ -201,6 +177,7 @@ fn any_hit(
         for i in 0..4 {
             let e = p.enters(n, i, t_max) & m;
             if e != 0 {
+                // Popped after its siblings: the load overlaps their tests.
                 prefetch(nodes, triangles, n.child[i], n.count[i]);
             }
             stack[sp] = (n.child[i], n.count[i], e);
@@ -237,33 +214,26 @@ pub(crate) fn trace_runs(
     trace_runs_in(tiers, rays, t_max, mask, stack, words, traced)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn trace_runs_avx512(
-    tiers: &[&Tier],
-    rays: &[RayPrep],
-    t_max: f32,
-    mask: u32,
-    stack: &mut PacketStack,
-    words: &mut [u32],
-    traced: &mut [u32],
-) -> bool {
-    trace_runs_in(tiers, rays, t_max, mask, stack, words, traced)
+/// `trace_runs_in` compiled for a processor feature (callers check it first).
+macro_rules! trace_runs_for {
+    ($($name:ident = $feature:literal),*) => {$(
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $feature)]
+        unsafe fn $name(
+            tiers: &[&Tier],
+            rays: &[RayPrep],
+            t_max: f32,
+            mask: u32,
+            stack: &mut PacketStack,
+            words: &mut [u32],
+            traced: &mut [u32],
+        ) -> bool {
+            trace_runs_in(tiers, rays, t_max, mask, stack, words, traced)
+        }
+    )*};
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn trace_runs_avx2(
-    tiers: &[&Tier],
-    rays: &[RayPrep],
-    t_max: f32,
-    mask: u32,
-    stack: &mut PacketStack,
-    words: &mut [u32],
-    traced: &mut [u32],
-) -> bool {
-    trace_runs_in(tiers, rays, t_max, mask, stack, words, traced)
-}
+trace_runs_for!(trace_runs_avx512 = "avx512f", trace_runs_avx2 = "avx2");
 
 #[inline(always)]
 fn trace_runs_in(
