@@ -62,6 +62,7 @@ enum Kind {
 
 impl Kind {
     /// Fans: consecutive segments share a start (Embree's coherent hint).
+    #[cfg_attr(not(feature = "embree"), allow(dead_code))]
     fn coherent(self) -> bool {
         matches!(self, Kind::Fan | Kind::DenseFan)
     }
