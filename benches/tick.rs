@@ -305,6 +305,9 @@ fn tick(engine: &Engine, game: &Game, kept: &mut Kept, k: usize) -> Split {
     s
 }
 
+/// One part of a tick's time.
+type Part = fn(&Split) -> Duration;
+
 /// Median and 99th percentile (ms) of `part` over `ticks`.
 fn spread(ticks: &[Split], part: impl Fn(&Split) -> Duration) -> (f64, f64) {
     let mut v: Vec<f64> = ticks.iter().map(|t| part(t).as_secs_f64() * 1e3).collect();
@@ -315,7 +318,7 @@ fn spread(ticks: &[Split], part: impl Fn(&Split) -> Duration) -> (f64, f64) {
 
 fn report(name: &str, engine: &Engine, game: &Game, kept: &mut Kept, ticks: usize) {
     let split: Vec<Split> = (0..ticks).map(|k| tick(engine, game, kept, k)).collect();
-    let parts: [(&str, fn(&Split) -> Duration); 6] = [
+    let parts: [(&str, Part); 6] = [
         ("whole tick", Split::total),
         ("cover, 8 agents", |s| s.cover),
         ("fireteams, 4 x 4", |s| s.fireteams),
