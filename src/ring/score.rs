@@ -498,9 +498,19 @@ impl Plan {
             .iter()
             .map(|n| n.position + Vec3::Y * s.body)
             .collect();
-        let mut threat = Vec::with_capacity(s.threats.len() * body.len());
-        for t in &s.threats {
-            threat.extend(body.iter().map(|&b| push(&mut fire, t.eye, b)));
+        let mut threat = vec![NO_RAY; s.threats.len() * body.len()];
+        let mut order: Vec<(f32, usize)> = Vec::with_capacity(body.len());
+        for (k, t) in s.threats.iter().enumerate() {
+            // Each threat's rays in order of bearing: neighbours in a fan share its packets.
+            order.clear();
+            order.extend(body.iter().enumerate().map(|(i, b)| {
+                let d = *b - t.eye;
+                (d.z.atan2(d.x), i)
+            }));
+            order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+            for &(_, i) in &order {
+                threat[k * body.len() + i] = push(&mut fire, t.eye, body[i]);
+            }
         }
         let mut friend = Vec::new();
         if score.uses(Criterion::FriendlyFire) {
