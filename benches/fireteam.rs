@@ -21,59 +21,17 @@
 //! - `tick/16_teams`: 16 fireteams of 4 (64 members) spread over the map all plan in the same
 //!   tick, one after another against one ETA manager (each plan is committed before the next).
 
+#[path = "common/mod.rs"]
+mod common;
+
 use criterion::Criterion;
 use glam::Vec3;
 use sightline::fireteam::{
-    nearest_nodes, CoverParams, Eta, Order, PathSearch, PlanParams, Planner, Route, SimParams,
-    Simulation, Task, World,
+    nearest_nodes, Eta, Order, PathSearch, PlanParams, Planner, Route, SimParams, Simulation, Task,
+    World,
 };
-use sightline::nav::{self, CostParams, NavParams};
-use sightline::scene::procedural;
-use sightline::tables::PrecomputeParams;
-use sightline::Engine;
 use std::hint::black_box;
-use std::time::{Duration, Instant};
-
-fn urban_world() -> World {
-    let t = Instant::now();
-    let engine = Engine::cpu();
-    let scene = procedural::urban(1, 1);
-    let (g, _) = nav::generate(
-        &engine,
-        &scene,
-        &NavParams::with_spacing(2.0),
-        &CostParams::standard(),
-    )
-    .expect("nav graph");
-    let label = g.components().label;
-    let (g, _) = g
-        .subgraph(|i| label[i as usize] == 0, &CostParams::standard())
-        .expect("largest component");
-    let params = PrecomputeParams {
-        range: Some(100.0),
-        ..Default::default()
-    };
-    let table = nav::precompute(
-        &engine,
-        &scene,
-        "urban",
-        &g,
-        &params,
-        None,
-        None,
-        |_, _, _| {},
-    )
-    .expect("line of sight");
-    let world = World::new(g, table, &CoverParams::standard()).expect("world");
-    eprintln!(
-        "urban at 2 m: {} nodes, {} edges (largest component), line of sight within 100 m and \
-         cover in {:.1} s",
-        world.graph().len(),
-        world.graph().edges().len(),
-        t.elapsed().as_secs_f64()
-    );
-    world
-}
+use std::time::Duration;
 
 /// The nodes nearest the south-west and north-east corners.
 fn corners(world: &World) -> (u32, u32) {
@@ -96,7 +54,7 @@ fn main() {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3))
         .configure_from_args();
-    let world = urban_world();
+    let (_, world) = common::urban_world();
     let g = world.graph();
     let (sw, ne) = corners(&world);
 
@@ -198,22 +156,7 @@ fn main() {
     grp.finish();
 
     // 16 teams spread over the map, all planning in one tick.
-    let n = g.len() as u32;
-    let mut starts: Vec<u32> = Vec::new();
-    let mut used = vec![false; g.len()];
-    for k in 0..16u32 {
-        let seed_node = (k * 7919 + 13) % n;
-        let team: Vec<u32> = nearest_nodes(g, seed_node, 32)
-            .into_iter()
-            .filter(|&v| !used[v as usize])
-            .take(4)
-            .collect();
-        for &v in &team {
-            used[v as usize] = true;
-        }
-        starts.extend(team);
-    }
-    assert_eq!(starts.len(), 64, "16 teams of 4");
+    let starts = common::spread_teams(g, 16);
     let eta0 = Eta::new(g.len(), &starts);
     let teams: Vec<Vec<u32>> = (0..16u32).map(|k| (4 * k..4 * k + 4).collect()).collect();
     let routes: Vec<Route> = (0..16)

@@ -27,13 +27,9 @@ use criterion::Criterion;
 use glam::Vec3;
 use sightline::agent::Agent;
 use sightline::cover::dense::{self, DenseParams, DenseQuery};
-use sightline::fireteam::{
-    nearest_nodes, CoverParams, Eta, PathSearch, PlanParams, Planner, Route, Task, World,
-};
-use sightline::nav::{self, CostParams, NavParams, WalkSurface};
+use sightline::fireteam::{Eta, PathSearch, PlanParams, Planner, Route, Task, World};
+use sightline::nav::{NavParams, WalkSurface};
 use sightline::ring::{Design, RingGraph, RingParams, Score, Shooter, Situation};
-use sightline::scene::procedural;
-use sightline::tables::PrecomputeParams;
 use sightline::tpm::{Observation, TpmParams, TpmSet};
 use sightline::trace::{Segment, SplitMix64};
 use sightline::{Engine, Mask, Scene};
@@ -59,18 +55,7 @@ struct Game {
 fn setup() -> Game {
     let t = Instant::now();
     let cpu = Engine::cpu();
-    let scene = procedural::urban(1, 1);
-    let costs = CostParams::standard();
-    let (g, _) = nav::generate(&cpu, &scene, &NavParams::with_spacing(2.0), &costs).unwrap();
-    let label = g.components().label;
-    let (g, _) = g.subgraph(|i| label[i as usize] == 0, &costs).unwrap();
-    let params = PrecomputeParams {
-        range: Some(100.0),
-        ..Default::default()
-    };
-    let table = nav::precompute(&cpu, &scene, "urban", &g, &params, None, None, |_, _, _| {})
-        .expect("line of sight");
-    let world = World::new(g, table, &CoverParams::standard()).expect("world");
+    let (scene, world) = common::urban_world();
     let walk = WalkSurface::build(&cpu, &scene, &NavParams::standard()).unwrap();
     let nodes = world.graph().nodes().to_vec();
     let (starts, teams, routes) = fireteams(&world);
@@ -92,22 +77,9 @@ fn setup() -> Game {
     }
 }
 
-/// 4 teams of 4 spread over the map, each with a route to a far corner.
+/// 4 teams of 4 spread over the map, each with a route to another team's start.
 fn fireteams(world: &World) -> (Vec<u32>, Vec<Vec<u32>>, Vec<Route>) {
-    let g = world.graph();
-    let n = g.len() as u32;
-    let mut used = vec![false; g.len()];
-    let mut starts = Vec::new();
-    for k in 0..4u32 {
-        let team: Vec<u32> = nearest_nodes(g, (k * 7919 + 13) % n, 32)
-            .into_iter()
-            .filter(|&v| !used[v as usize])
-            .take(4)
-            .collect();
-        team.iter().for_each(|&v| used[v as usize] = true);
-        starts.extend(team);
-    }
-    assert_eq!(starts.len(), 16, "4 teams of 4");
+    let starts = common::spread_teams(world.graph(), 4);
     let mut search = PathSearch::new();
     let routes = (0..4)
         .map(|k| {

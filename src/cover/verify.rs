@@ -118,7 +118,7 @@ pub fn occluded_masked(
 /// traced eye by eye: segments that share a start then run together, which the CPU backend
 /// traces in packets (and a GPU's neighbouring threads walk alike). Answers in the given
 /// order.
-pub fn occluded_by_eye(
+pub(crate) fn occluded_by_eye(
     engine: &Engine,
     scene: &Scene,
     segs: &[(Segment, Mask)],

@@ -480,13 +480,17 @@ pub fn occluded_with(
         let mut traced = [0u32; WORDS];
         let packed = fusion == Fusion::None
             && packet::trace_runs(
-                tiers,
-                preps,
-                1.0,
-                mask,
-                &mut state.packet,
-                words,
-                &mut traced,
+                &packet::Runs {
+                    tiers,
+                    rays: preps,
+                    t_max: 1.0,
+                    mask,
+                },
+                &mut packet::RunsOut {
+                    stack: &mut state.packet,
+                    words,
+                    traced: &mut traced,
+                },
             );
         if !packed {
             for t in tiers {

@@ -187,31 +187,39 @@ fn any_hit(
     lanes & !active
 }
 
-/// Traces every run of at least [`MIN_RUN`] consecutive rays of `rays` that share an origin
-/// (bit for bit) in packets against `tiers`: sets the bits of blocked rays in `words` and of
-/// every ray it traced in `traced` (both one bit per ray). Returns whether it traced any.
-/// Compiled for AVX-512 and AVX2 as well, which run where the processor has them (sixteen
-/// lanes in one register or two; the answers are the same either way).
-pub(crate) fn trace_runs(
-    tiers: &[&Tier],
-    rays: &[RayPrep],
-    t_max: f32,
-    mask: u32,
-    stack: &mut PacketStack,
-    words: &mut [u32],
-    traced: &mut [u32],
-) -> bool {
+/// What [`trace_runs`] traces: rays (one bit each) against tiers, up to `t_max`, blocked by
+/// triangles matching `mask`.
+pub(crate) struct Runs<'a> {
+    pub tiers: &'a [&'a Tier],
+    pub rays: &'a [RayPrep],
+    pub t_max: f32,
+    pub mask: u32,
+}
+
+/// Where [`trace_runs`] writes: its stack, the blocked rays' bits and the traced rays' bits.
+pub(crate) struct RunsOut<'a> {
+    pub stack: &'a mut PacketStack,
+    pub words: &'a mut [u32],
+    pub traced: &'a mut [u32],
+}
+
+/// Traces every run of at least [`MIN_RUN`] consecutive rays that share an origin (bit for
+/// bit) in packets: sets the bits of blocked rays in `out.words` and of every ray it traced in
+/// `out.traced`. Returns whether it traced any. Compiled for AVX-512 and AVX2 as well, which
+/// run where the processor has them (sixteen lanes in one register or two; the answers are the
+/// same either way).
+pub(crate) fn trace_runs(job: &Runs, out: &mut RunsOut) -> bool {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx512f") {
         // SAFETY: the processor has AVX-512F, checked above.
-        return unsafe { trace_runs_avx512(tiers, rays, t_max, mask, stack, words, traced) };
+        return unsafe { trace_runs_avx512(job, out) };
     }
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the processor has AVX2, checked above.
-        return unsafe { trace_runs_avx2(tiers, rays, t_max, mask, stack, words, traced) };
+        return unsafe { trace_runs_avx2(job, out) };
     }
-    trace_runs_in(tiers, rays, t_max, mask, stack, words, traced)
+    trace_runs_in(job, out)
 }
 
 /// `trace_runs_in` compiled for a processor feature (callers check it first).
@@ -219,16 +227,8 @@ macro_rules! trace_runs_for {
     ($($name:ident = $feature:literal),*) => {$(
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $feature)]
-        unsafe fn $name(
-            tiers: &[&Tier],
-            rays: &[RayPrep],
-            t_max: f32,
-            mask: u32,
-            stack: &mut PacketStack,
-            words: &mut [u32],
-            traced: &mut [u32],
-        ) -> bool {
-            trace_runs_in(tiers, rays, t_max, mask, stack, words, traced)
+        unsafe fn $name(job: &Runs, out: &mut RunsOut) -> bool {
+            trace_runs_in(job, out)
         }
     )*};
 }
@@ -236,15 +236,18 @@ macro_rules! trace_runs_for {
 trace_runs_for!(trace_runs_avx512 = "avx512f", trace_runs_avx2 = "avx2");
 
 #[inline(always)]
-fn trace_runs_in(
-    tiers: &[&Tier],
-    rays: &[RayPrep],
-    t_max: f32,
-    mask: u32,
-    stack: &mut PacketStack,
-    words: &mut [u32],
-    traced: &mut [u32],
-) -> bool {
+fn trace_runs_in(job: &Runs, out: &mut RunsOut) -> bool {
+    let &Runs {
+        tiers,
+        rays,
+        t_max,
+        mask,
+    } = job;
+    let RunsOut {
+        stack,
+        words,
+        traced,
+    } = out;
     let key = |r: &RayPrep| r.org.to_array().map(f32::to_bits);
     let mut any = false;
     let mut start = 0;
@@ -304,15 +307,18 @@ mod tests {
         let words = segs.len().div_ceil(32);
         let (mut blocked, mut traced) = (vec![0u32; words], vec![0u32; words]);
         let mut stack = Box::new([(0, 0, 0); STACK_SIZE]);
-        assert!(trace_runs(
-            &tiers,
-            &rays,
-            1.0,
-            1,
-            &mut stack,
-            &mut blocked,
-            &mut traced
-        ));
+        let job = Runs {
+            tiers: &tiers,
+            rays: &rays,
+            t_max: 1.0,
+            mask: 1,
+        };
+        let mut out = RunsOut {
+            stack: &mut stack,
+            words: &mut blocked,
+            traced: &mut traced,
+        };
+        assert!(trace_runs(&job, &mut out));
         let bit = |w: &[u32], i: usize| w[i / 32] >> (i % 32) & 1 == 1;
         let mut hits = 0;
         for (i, s) in segs.iter().enumerate() {
