@@ -11,7 +11,7 @@
 //! the CPU's lazy search does; the choice is the same either way.
 
 use super::local::{Local, VIS_HEAD, VIS_UNKNOWN};
-use super::shared::{Shared, VisKey, Wave};
+use super::shared::{Ask, Shared, VisKey, Wave};
 use super::surface::Surface;
 use super::{DenseParams, DenseQuery};
 use crate::{Engine, Result, Scene};
@@ -60,7 +60,7 @@ pub(super) fn prefill(
                 if id == next {
                     keys.push((key, at, fit));
                     if !shared.vis.contains_key(&key) {
-                        wave.vis(key, at, VIS_UNKNOWN, fit, true, qi);
+                        wave.vis(Ask::whole(key, at, VIS_UNKNOWN, fit, qi));
                     }
                 }
                 list.push(id);
@@ -76,7 +76,7 @@ pub(super) fn prefill(
         for &id in list {
             let (key, at, fit) = keys[id as usize];
             if shared.vis.get(&key) == Some(&VIS_HEAD) {
-                bodies.vis(key, at, VIS_HEAD, fit, true, qi);
+                bodies.vis(Ask::whole(key, at, VIS_HEAD, fit, qi));
                 taken += 1;
                 if taken == BODIES {
                     break;

@@ -2,7 +2,7 @@
 //! visibility, Dijkstra state): ground and fit from the walk surface, visibility from the
 //! batch's shared cache and from the waves.
 
-use super::shared::{cell_key, Shared, VisKey, Wave};
+use super::shared::{cell_key, Ask, Shared, VisKey, Wave};
 use super::surface::Surface;
 use super::{DenseAnswer, DenseChoice, DenseParams, DenseQuery, Explored};
 use crate::cover::field::CellCover;
@@ -16,20 +16,34 @@ use std::collections::BinaryHeap;
 const FIT_UNKNOWN: u8 = 255;
 /// `vis` codes (a cell's visibility for this query's observers).
 pub(super) const VIS_UNKNOWN: u8 = 0;
-pub(super) const VIS_EXPOSED: u8 = 1;
 /// The prone head centre hides from every observer; the body is not traced yet.
 pub(super) const VIS_HEAD: u8 = 2;
 /// The prone body hides; crouching and standing are not traced yet.
 pub(super) const VIS_PRONE: u8 = 3;
 /// `VIS_HIDDEN + p`: the highest hidden posture `p` among those that fit.
 pub(super) const VIS_HIDDEN: u8 = 4;
-/// The prone head centre hides from the first observer; the others are not traced yet (the
-/// CPU's lazy search asks one observer first: most cells are seen by it).
-pub(super) const VIS_HEAD_FIRST: u8 = 16;
+/// `VIS_HEAD_FIRST + k`: the prone head centre hides from observer `k`; the others are not
+/// traced yet (the CPU's lazy search asks one observer first: most cells are seen by it).
+pub(super) const VIS_HEAD_FIRST: u8 = 8;
+/// `VIS_SEEN + k`: exposed; observer `k` sees the prone head (`k` capped at [`MAX_HINT`]).
+pub(super) const VIS_SEEN: u8 = 64;
+/// Highest observer index a code names: the one to try first at a cell is the one that saw
+/// the cell the search came from (visibility is coherent, so it mostly sees this one too).
+pub(super) const MAX_HINT: usize = (VIS_SEEN - VIS_HEAD_FIRST - 1) as usize;
 
 /// Whether a `vis` code is final: exposed, or hidden in some posture.
 pub(super) fn resolved(code: u8) -> bool {
-    code == VIS_EXPOSED || (VIS_HIDDEN..VIS_HIDDEN + 3).contains(&code)
+    exposed(code) || (VIS_HIDDEN..VIS_HIDDEN + 3).contains(&code)
+}
+
+/// Whether a `vis` code says some observer sees the cell.
+pub(super) fn exposed(code: u8) -> bool {
+    (VIS_SEEN..VIS_SEEN + MAX_HINT as u8 + 1).contains(&code)
+}
+
+/// Whether a `vis` code says the first observer tried does not see the cell's prone head.
+pub(super) fn head_first(code: u8) -> bool {
+    (VIS_HEAD_FIRST..VIS_SEEN).contains(&code)
 }
 /// Set on the group of the agent's own cell's visibility key.
 const START_KEY: u32 = 1 << 31;
@@ -51,6 +65,40 @@ pub(super) enum Phase {
     Done,
 }
 
+/// What the search knows of one cell; one record, so a cell's lookups share a cache line.
+#[derive(Clone, Copy)]
+struct Cell {
+    /// Ground height of the floor the search stands on (NaN until entered).
+    ground: f32,
+    /// Path length so far.
+    g: f32,
+    parent: u32,
+    /// The prefetch round that last reached the cell.
+    stamp: u32,
+    /// [`FIT_UNKNOWN`], else 0 = nothing fits, `1 + posture`.
+    fit: u8,
+    /// Visibility code, with [`VIS_PENDING`] while its next stage is in flight.
+    vis: u8,
+    /// The observer to trace the prone head from first (see [`MAX_HINT`]).
+    hint: u8,
+    closed: bool,
+}
+
+impl Default for Cell {
+    fn default() -> Cell {
+        Cell {
+            ground: f32::NAN,
+            g: f32::INFINITY,
+            parent: u32::MAX,
+            stamp: 0,
+            fit: FIT_UNKNOWN,
+            vis: VIS_UNKNOWN,
+            hint: 0,
+            closed: false,
+        }
+    }
+}
+
 #[derive(Clone)]
 pub(super) struct Local {
     pub qi: usize,
@@ -65,13 +113,8 @@ pub(super) struct Local {
     start: u32,
     agent: Vec3,
     cell: f32,
-    ground: Vec<f32>,
-    fit: Vec<u8>,
-    vis: Vec<u8>,
-    g: Vec<f32>,
-    parent: Vec<u32>,
-    closed: Vec<bool>,
-    stamp: Vec<u32>,
+    /// Per cell of the square, row by row.
+    cells: Vec<Cell>,
     round: u32,
     /// Cells with something in flight, filled from the caches after each wave.
     pending: Vec<u32>,
@@ -130,13 +173,7 @@ impl Local {
             start,
             agent: a,
             cell: p.cell,
-            ground: vec![f32::NAN; n],
-            fit: vec![FIT_UNKNOWN; n],
-            vis: vec![VIS_UNKNOWN; n],
-            g: vec![f32::INFINITY; n],
-            parent: vec![u32::MAX; n],
-            closed: vec![false; n],
-            stamp: vec![0; n],
+            cells: vec![Cell::default(); n],
             round: 0,
             pending: Vec::new(),
             heap: BinaryHeap::new(),
@@ -154,9 +191,9 @@ impl Local {
         };
         // The agent stands where it is, standing.
         let st = start as usize;
-        s.ground[st] = a.y;
-        s.fit[st] = 1 + Posture::Standing as u8;
-        s.g[st] = 0.0;
+        s.cells[st].ground = a.y;
+        s.cells[st].fit = 1 + Posture::Standing as u8;
+        s.cells[st].g = 0.0;
         s.heap.push((key(0.0), start));
         if q.observers.is_empty() {
             s.phase = Phase::Done;
@@ -192,7 +229,7 @@ impl Local {
         let (i, j) = self.cell_of(idx);
         Vec3::new(
             (i as f32 + 0.5) * self.cell,
-            self.ground[idx as usize],
+            self.cells[idx as usize].ground,
             (j as f32 + 0.5) * self.cell,
         )
     }
@@ -213,8 +250,9 @@ impl Local {
         }
         let k = idx as usize;
         let near = |y: f32| (y - from_y).abs() <= p.step_height;
-        if self.closed[k] || self.g[k].is_finite() {
-            return (near(self.ground[k]) && self.fit[k] > 0).then_some(self.fit[k]);
+        if self.cells[k].closed || self.cells[k].g.is_finite() {
+            return (near(self.cells[k].ground) && self.cells[k].fit > 0)
+                .then_some(self.cells[k].fit);
         }
         let (i, j) = self.cell_of(idx);
         let best = surface
@@ -222,10 +260,10 @@ impl Local {
             .iter()
             .filter(|f| near(f.y))
             .min_by(|a, b| (a.y - from_y).abs().total_cmp(&(b.y - from_y).abs()))?;
-        if self.ground[k].to_bits() != best.y.to_bits() {
-            self.ground[k] = best.y;
-            self.fit[k] = best.fit;
-            self.vis[k] = VIS_UNKNOWN;
+        if self.cells[k].ground.to_bits() != best.y.to_bits() {
+            self.cells[k].ground = best.y;
+            self.cells[k].fit = best.fit;
+            self.cells[k].vis = VIS_UNKNOWN;
         }
         (best.fit > 0).then_some(best.fit)
     }
@@ -240,33 +278,55 @@ impl Local {
             return (xz, a.y.to_bits() as i32, self.group | START_KEY);
         }
         let (i, j) = self.cell_of(idx);
-        (cell_key(i, j), cm(self.ground[idx as usize]), self.group)
+        (
+            cell_key(i, j),
+            cm(self.cells[idx as usize].ground),
+            self.group,
+        )
     }
 
     /// Visibility of `idx`, resolved to exposed or hidden(p); `None` while a stage is in
     /// flight (requested).
     fn vis_of(&mut self, idx: u32, shared: &Shared, wave: &mut Wave) -> Option<u8> {
         let k = idx as usize;
-        let code = self.vis[k] & !VIS_PENDING;
+        let code = self.cells[k].vis & !VIS_PENDING;
         if resolved(code) {
             return Some(code);
         }
-        if self.vis[k] & VIS_PENDING != 0 {
+        if self.cells[k].vis & VIS_PENDING != 0 {
             return None;
         }
         let key = self.vis_key(idx);
         if let Some(&v) = shared.vis.get(&key) {
             if v != code {
-                self.vis[k] = v;
+                self.cells[k].vis = v;
                 return self.vis_of(idx, shared, wave);
             }
         }
-        self.vis[k] |= VIS_PENDING;
+        self.cells[k].vis |= VIS_PENDING;
         self.pending.push(idx);
-        let all_eyes = self.all_eyes && matches!(code, VIS_UNKNOWN | VIS_HEAD_FIRST);
-        let full = self.eager || all_eyes;
-        wave.vis(key, self.point(idx), code, self.fit[k], full, self.qi);
+        let all_eyes = self.all_eyes && (code == VIS_UNKNOWN || head_first(code));
+        wave.vis(Ask {
+            key,
+            at: self.point(idx),
+            code,
+            first: self.cells[k].hint,
+            fit: self.cells[k].fit,
+            full: self.eager || all_eyes,
+            qi: self.qi,
+        });
         None
+    }
+
+    /// The observer to try first at a cell reached from `u`: the one that saw `u`, else the
+    /// one `u` was to try.
+    fn hint_from(&self, u: u32) -> u8 {
+        let code = self.cells[u as usize].vis & !VIS_PENDING;
+        if exposed(code) {
+            code - VIS_SEEN
+        } else {
+            self.cells[u as usize].hint
+        }
     }
 
     /// Whether a prone body lies clear at `idx` toward every observer: every cell under its
@@ -305,7 +365,7 @@ impl Local {
     /// Whether the agent walks on from `idx`: crouching or standing fits there (`fit` is
     /// `1 + posture`).
     fn walks_on(&self, idx: u32) -> bool {
-        let fit = self.fit[idx as usize];
+        let fit = self.cells[idx as usize].fit;
         idx == self.start || fit != FIT_UNKNOWN && fit > Posture::Crouching as u8
     }
 
@@ -331,12 +391,12 @@ impl Local {
             .iter()
             .filter(|(Reverse(k), n)| {
                 let n = *n as usize;
-                !self.closed[n] && (*k as f32) / 1e4 <= limit && key(self.g[n]).0 == *k
+                !self.cells[n].closed && (*k as f32) / 1e4 <= limit && key(self.cells[n].g).0 == *k
             })
-            .map(|&(_, n)| (n, self.g[n as usize]))
+            .map(|&(_, n)| (n, self.cells[n as usize].g))
             .collect();
         for &(n, _) in &queue {
-            self.stamp[n as usize] = self.round;
+            self.cells[n as usize].stamp = self.round;
         }
         while let Some((u, d)) = queue.pop_front() {
             self.vis_of(u, shared, wave);
@@ -344,17 +404,18 @@ impl Local {
                 continue;
             }
             let (i, j) = self.cell_of(u);
-            let y = self.ground[u as usize];
+            let y = self.cells[u as usize].ground;
             for (di, dj) in &NEIGHBOURS[..4] {
                 let Some(v) = self.index(i + di, j + dj) else {
                     continue;
                 };
                 let nd = d + p.cell;
-                if nd > limit || self.stamp[v as usize] == self.round {
+                if nd > limit || self.cells[v as usize].stamp == self.round {
                     continue;
                 }
-                self.stamp[v as usize] = self.round;
+                self.cells[v as usize].stamp = self.round;
                 if self.enter(v, y, p, surface).is_some() {
+                    self.cells[v as usize].hint = self.hint_from(u);
                     queue.push_back((v, nd));
                 }
             }
@@ -366,18 +427,18 @@ impl Local {
     pub fn reach(mut self, p: &DenseParams, surface: &Surface) -> Vec<(VisKey, Vec3, u8)> {
         let mut out = Vec::new();
         let mut queue = std::collections::VecDeque::from([self.start]);
-        self.stamp[self.start as usize] = 1;
+        self.cells[self.start as usize].stamp = 1;
         while let Some(u) = queue.pop_front() {
-            out.push((self.vis_key(u), self.point(u), self.fit[u as usize]));
+            out.push((self.vis_key(u), self.point(u), self.cells[u as usize].fit));
             if !self.walks_on(u) {
                 continue;
             }
             let (i, j) = self.cell_of(u);
-            let y = self.ground[u as usize];
+            let y = self.cells[u as usize].ground;
             for (di, dj) in NEIGHBOURS {
                 if let Some(v) = self.index(i + di, j + dj) {
-                    if self.stamp[v as usize] == 0 && self.enter(v, y, p, surface).is_some() {
-                        self.stamp[v as usize] = 1;
+                    if self.cells[v as usize].stamp == 0 && self.enter(v, y, p, surface).is_some() {
+                        self.cells[v as usize].stamp = 1;
                         queue.push_back(v);
                     }
                 }
@@ -396,9 +457,9 @@ impl Local {
     pub fn sync(&mut self, shared: &Shared) {
         for idx in std::mem::take(&mut self.pending) {
             let k = idx as usize;
-            if self.vis[k] & VIS_PENDING != 0 {
-                let code = self.vis[k] & !VIS_PENDING;
-                self.vis[k] = shared.vis.get(&self.vis_key(idx)).copied().unwrap_or(code);
+            if self.cells[k].vis & VIS_PENDING != 0 {
+                let code = self.cells[k].vis & !VIS_PENDING;
+                self.cells[k].vis = shared.vis.get(&self.vis_key(idx)).copied().unwrap_or(code);
             }
         }
     }
@@ -422,11 +483,11 @@ impl Local {
                 continue;
             };
             let uk = u as usize;
-            if self.closed[uk] || key(self.g[uk]).0 != gk {
+            if self.cells[uk].closed || key(self.cells[uk].g).0 != gk {
                 self.heap.pop();
                 continue;
             }
-            let g = self.g[uk];
+            let g = self.cells[uk].g;
             if let Phase::Window { end } = self.phase {
                 if g > end {
                     self.conclude(p);
@@ -438,9 +499,9 @@ impl Local {
                 return;
             }
             self.heap.pop();
-            self.closed[uk] = true;
-            let vis = self.vis[uk] & !VIS_PENDING;
-            let hidden = (vis != VIS_EXPOSED)
+            self.cells[uk].closed = true;
+            let vis = self.cells[uk].vis & !VIS_PENDING;
+            let hidden = (!exposed(vis))
                 .then(|| Posture::ALL[(vis - VIS_HIDDEN) as usize])
                 .filter(|&h| h > Posture::Prone || self.prone_lies(u, p, surface));
             self.answer.explored.push(Explored {
@@ -466,7 +527,7 @@ impl Local {
 
     fn relax(&mut self, u: u32, p: &DenseParams, surface: &Surface) {
         let (i, j) = self.cell_of(u);
-        let y = self.ground[u as usize];
+        let y = self.cells[u as usize].ground;
         let mut enterable = [None; 8];
         for (n, (di, dj)) in NEIGHBOURS.iter().enumerate() {
             if let Some(v) = self.index(i + di, j + dj) {
@@ -489,11 +550,12 @@ impl Local {
             } else {
                 p.cell
             };
-            let ng = self.g[u as usize] + cost;
+            let ng = self.cells[u as usize].g + cost;
             let vk = v as usize;
-            if ng < self.g[vk] && !self.closed[vk] {
-                self.g[vk] = ng;
-                self.parent[vk] = u;
+            if ng < self.cells[vk].g && !self.cells[vk].closed {
+                self.cells[vk].g = ng;
+                self.cells[vk].parent = u;
+                self.cells[vk].hint = self.hint_from(u);
                 self.heap.push((key(ng), v));
             }
         }
@@ -501,11 +563,12 @@ impl Local {
 
     /// The tie window closed or the search ran out: pick a candidate, or give up.
     pub fn conclude(&mut self, p: &DenseParams) {
-        let g = &self.g;
-        let best = self.candidates.iter().copied().max_by(|a, b| {
-            a.1.cmp(&b.1)
-                .then(g[b.0 as usize].total_cmp(&g[a.0 as usize]))
-        });
+        let g = |n: u32| self.cells[n as usize].g;
+        let best = self
+            .candidates
+            .iter()
+            .copied()
+            .max_by(|a, b| a.1.cmp(&b.1).then(g(b.0).total_cmp(&g(a.0))));
         self.phase = match best {
             None => Phase::Done,
             Some((node, posture)) if p.verify_intervis => Phase::Verifying { node, posture },
@@ -570,8 +633,8 @@ impl Local {
     /// The grid path to `node`, string-pulled over cells the search closed.
     fn path(&self, node: u32, p: &DenseParams) -> Vec<Vec3> {
         let mut chain = vec![node];
-        while self.parent[*chain.last().unwrap() as usize] != u32::MAX {
-            chain.push(self.parent[*chain.last().unwrap() as usize]);
+        while self.cells[*chain.last().unwrap() as usize].parent != u32::MAX {
+            chain.push(self.cells[*chain.last().unwrap() as usize].parent);
         }
         chain.reverse();
         let pts: Vec<Vec3> = chain.iter().map(|&n| self.point(n)).collect();
@@ -602,10 +665,10 @@ impl Local {
                 return false;
             };
             let vk = v as usize;
-            let ok = self.closed[vk]
-                && (self.ground[vk] - y).abs() <= p.step_height
+            let ok = self.cells[vk].closed
+                && (self.cells[vk].ground - y).abs() <= p.step_height
                 && (self.walks_on(v) || Some(v) == last);
-            y = self.ground[vk];
+            y = self.cells[vk].ground;
             ok
         })
     }

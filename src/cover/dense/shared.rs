@@ -1,7 +1,9 @@
 //! What the queries of one batch share: the visibility cache (per cell, floor and observer
 //! group) and the wave that traces every query's visibility requests together.
 
-use super::local::{VIS_EXPOSED, VIS_HEAD, VIS_HEAD_FIRST, VIS_HIDDEN, VIS_PRONE, VIS_UNKNOWN};
+use super::local::{
+    head_first, MAX_HINT, VIS_HEAD, VIS_HEAD_FIRST, VIS_HIDDEN, VIS_PRONE, VIS_SEEN, VIS_UNKNOWN,
+};
 use super::surface::{shape_key, ShapeKey};
 use super::{DenseParams, DenseQuery};
 use crate::cover::body::body_points;
@@ -60,9 +62,9 @@ impl Shared {
     pub fn file(&mut self, key: VisKey, next: u8) {
         let rank = |v: u8| match v {
             VIS_UNKNOWN => 0,
-            VIS_HEAD_FIRST => 1,
             VIS_HEAD => 2,
             VIS_PRONE => 3,
+            _ if head_first(v) => 1,
             _ => 9,
         };
         let e = self.vis.entry(key).or_insert(next);
@@ -72,25 +74,48 @@ impl Shared {
     }
 }
 
-/// The observers a head request traces, of `n`: all at once where `full`, else the first
-/// alone, then the rest.
-fn head_observers(a: &Ask, n: usize) -> std::ops::Range<usize> {
-    match (a.code, a.full) {
-        (VIS_HEAD_FIRST, _) => 1.min(n)..n,
-        (_, false) => 0..1.min(n),
-        _ => 0..n,
+/// The observers a head request traces, of `n`, into `out`: all at once where `full`, else
+/// the one to try first alone, then the rest.
+fn head_observers(a: &Ask, n: usize, out: &mut Vec<usize>) {
+    out.clear();
+    let first = usize::from(a.first).min(n.saturating_sub(1));
+    if head_first(a.code) {
+        let tried = usize::from(a.code - VIS_HEAD_FIRST);
+        out.extend((0..n).filter(|&k| k != tried));
+    } else if a.full {
+        out.extend(0..n);
+    } else {
+        out.extend((n > 0).then_some(first));
     }
 }
 
-/// One visibility request: the cell, where its ground is, its state, what fits there, and
-/// whether to trace every remaining stage at once.
-struct Ask {
-    key: VisKey,
-    at: Vec3,
-    code: u8,
-    fit: u8,
-    full: bool,
-    qi: usize,
+/// One visibility request: the cell, where its ground is, its state, the observer to try
+/// first, what fits there (1 + the highest posture), and whether to trace every remaining
+/// stage at once.
+pub(super) struct Ask {
+    pub key: VisKey,
+    pub at: Vec3,
+    pub code: u8,
+    pub first: u8,
+    pub fit: u8,
+    pub full: bool,
+    pub qi: usize,
+}
+
+impl Ask {
+    /// A request for every observer and every remaining stage at once (the GPU's up-front
+    /// calls).
+    pub fn whole(key: VisKey, at: Vec3, code: u8, fit: u8, qi: usize) -> Ask {
+        Ask {
+            key,
+            at,
+            code,
+            first: 0,
+            fit,
+            full: true,
+            qi,
+        }
+    }
 }
 
 /// The requests of one wave, each asked once however many queries need it.
@@ -101,19 +126,10 @@ pub(super) struct Wave {
 }
 
 impl Wave {
-    /// The next visibility stage of a cell whose state is `code` (`fit`: 1 + the highest
-    /// posture that fits); `full` traces every remaining stage at once.
-    #[allow(clippy::too_many_arguments)]
-    pub fn vis(&mut self, key: VisKey, at: Vec3, code: u8, fit: u8, full: bool, qi: usize) {
-        if self.vis_seen.insert(key) {
-            self.vis.push(Ask {
-                key,
-                at,
-                code,
-                fit,
-                full,
-                qi,
-            });
+    /// Asks for the next visibility stage of a cell (once per wave, whoever asks).
+    pub fn vis(&mut self, ask: Ask) {
+        if self.vis_seen.insert(ask.key) {
+            self.vis.push(ask);
         }
     }
 
@@ -139,9 +155,9 @@ impl Wave {
         let mut n = [0; 3];
         for a in &self.vis {
             n[match a.code {
-                VIS_UNKNOWN | VIS_HEAD_FIRST => 0,
                 VIS_HEAD => 1,
-                _ => 2,
+                VIS_PRONE => 2,
+                _ => 0,
             }] += 1;
         }
         n
@@ -158,70 +174,132 @@ impl Wave {
         shared: &mut Shared,
         rays: &mut [usize],
     ) -> Result<()> {
-        let mut segs: Vec<(Segment, Mask)> = Vec::new();
+        let mut job = Job::default();
         // Each segment's eye: its group's first eye plus the observer's index.
-        let mut eye = Vec::new();
-        let mut first_eye = Vec::with_capacity(shared.groups.len() + 1);
-        first_eye.push(0);
+        job.first_eye.push(0);
         for &g in &shared.groups {
-            first_eye.push(first_eye.last().unwrap() + queries[g].observers.len() as u32);
+            let n = queries[g].observers.len() as u32;
+            job.first_eye.push(job.first_eye.last().unwrap() + n);
         }
-        let mut spans = Vec::with_capacity(self.vis.len());
-        let mut points = Vec::new();
-        for a in &self.vis {
-            let group = shared.group_of[a.qi] as usize;
-            let q = &queries[shared.groups[group]];
-            let start = segs.len();
-            let mut postures = Vec::new();
-            let top = Posture::ALL[(a.fit.clamp(1, 3) - 1) as usize];
-            let wanted: &[Posture] = match (a.code, a.full) {
-                (VIS_UNKNOWN | VIS_HEAD_FIRST, _) => &[],
-                (VIS_HEAD, false) => &[Posture::Prone],
-                (VIS_HEAD, true) => &Posture::ALL,
-                _ => &[Posture::Crouching, Posture::Standing],
-            };
-            if matches!(a.code, VIS_UNKNOWN | VIS_HEAD_FIRST) {
-                let head = a.at + Vec3::Y * q.agent.head_height(Posture::Prone);
-                let from = head_observers(a, q.observers.len());
-                eye.extend(from.clone().map(|k| first_eye[group] + k as u32));
-                let eyes = &q.observers[from];
-                segs.extend(eyes.iter().map(|&o| (Segment::new(o, head), q.mask)));
-                postures.push((Posture::Prone, start, segs.len()));
-            }
-            for &posture in wanted.iter().filter(|&&x| x <= top) {
-                let s0 = segs.len();
-                for (k, &o) in q.observers.iter().enumerate() {
-                    points.clear();
-                    body_points(&q.agent, a.at, posture, o, &p.body, &mut points);
-                    segs.extend(points.iter().map(|&t| (Segment::new(o, t), q.mask)));
-                    eye.resize(segs.len(), first_eye[group] + k as u32);
-                }
-                postures.push((posture, s0, segs.len()));
-            }
-            rays[a.qi] += segs.len() - start;
-            let n = q.observers.len();
-            spans.push((postures, head_observers(a, n).end == n));
-        }
-        let eyes = *first_eye.last().unwrap() as usize;
-        let blocked = occluded_by_eye(engine, scene, &segs, &eye, eyes)?;
-        for (a, (postures, all_eyes)) in self.vis.iter().zip(spans) {
-            let hidden = |&(_, s, e): &(Posture, usize, usize)| blocked[s..e].iter().all(|&x| x);
-            let next = match a.code {
-                VIS_UNKNOWN if hidden(&postures[0]) && !all_eyes => VIS_HEAD_FIRST,
-                VIS_UNKNOWN | VIS_HEAD_FIRST if hidden(&postures[0]) => VIS_HEAD,
-                VIS_HEAD if !a.full && hidden(&postures[0]) => VIS_PRONE,
-                VIS_UNKNOWN | VIS_HEAD_FIRST | VIS_HEAD if !hidden(&postures[0]) => VIS_EXPOSED,
-                _ => {
-                    let best = postures
-                        .iter()
-                        .take_while(|s| hidden(s))
-                        .last()
-                        .map_or(Posture::Prone, |s| s.0);
-                    VIS_HIDDEN + best as u8
-                }
-            };
-            shared.file(a.key, next);
+        let spans: Vec<Spans> = self
+            .vis
+            .iter()
+            .map(|a| {
+                let start = job.segs.len();
+                let spans = job.push(a, queries, p, shared);
+                rays[a.qi] += job.segs.len() - start;
+                spans
+            })
+            .collect();
+        let eyes = *job.first_eye.last().unwrap() as usize;
+        let blocked = occluded_by_eye(engine, scene, &job.segs, &job.eye, eyes)?;
+        for (a, sp) in self.vis.iter().zip(spans) {
+            shared.file(a.key, next_code(a, &sp, &blocked));
         }
         Ok(())
     }
+}
+
+/// The segments of one wave, each tagged with its eye.
+#[derive(Default)]
+struct Job {
+    segs: Vec<(Segment, Mask)>,
+    eye: Vec<u32>,
+    /// Per observer group, the eye number of its first observer (and the total at the end).
+    first_eye: Vec<u32>,
+    points: Vec<Vec3>,
+    from: Vec<usize>,
+}
+
+/// Where one request's segments lie in a wave: the prone head's (one per observer traced, in
+/// `from`'s order) and each posture's whole body.
+struct Spans {
+    head: Option<(usize, usize)>,
+    from: Vec<usize>,
+    /// Whether the head's segments cover every observer.
+    all_eyes: bool,
+    bodies: Vec<(Posture, usize, usize)>,
+}
+
+impl Job {
+    /// Adds the segments of request `a`.
+    fn push(&mut self, a: &Ask, queries: &[DenseQuery], p: &DenseParams, shared: &Shared) -> Spans {
+        let group = shared.group_of[a.qi] as usize;
+        let q = &queries[shared.groups[group]];
+        let eye0 = self.first_eye[group];
+        let n = q.observers.len();
+        let mut spans = Spans {
+            head: None,
+            from: Vec::new(),
+            all_eyes: true,
+            bodies: Vec::new(),
+        };
+        let top = Posture::ALL[(a.fit.clamp(1, 3) - 1) as usize];
+        let wanted: &[Posture] = match (a.code, a.full) {
+            (VIS_HEAD, false) => &[Posture::Prone],
+            (VIS_HEAD, true) => &Posture::ALL,
+            (VIS_PRONE, _) => &[Posture::Crouching, Posture::Standing],
+            _ => &[],
+        };
+        if a.code == VIS_UNKNOWN || head_first(a.code) {
+            let head = a.at + Vec3::Y * q.agent.head_height(Posture::Prone);
+            head_observers(a, n, &mut self.from);
+            let start = self.segs.len();
+            for &k in &self.from {
+                self.eye.push(eye0 + k as u32);
+                self.segs.push((Segment::new(q.observers[k], head), q.mask));
+            }
+            spans.head = Some((start, self.segs.len()));
+            spans.all_eyes = head_first(a.code) || self.from.len() == n;
+            spans.from.clone_from(&self.from);
+        }
+        for &posture in wanted.iter().filter(|&&x| x <= top) {
+            let s0 = self.segs.len();
+            for (k, &o) in q.observers.iter().enumerate() {
+                self.points.clear();
+                body_points(&q.agent, a.at, posture, o, &p.body, &mut self.points);
+                let mask = q.mask;
+                self.segs
+                    .extend(self.points.iter().map(|&t| (Segment::new(o, t), mask)));
+                self.eye.resize(self.segs.len(), eye0 + k as u32);
+            }
+            spans.bodies.push((posture, s0, self.segs.len()));
+        }
+        spans
+    }
+}
+
+/// The code a traced request files: exposed (naming an observer that sees it), its prone
+/// head hidden from the first observer or from all, or the highest posture that hides.
+fn next_code(a: &Ask, sp: &Spans, blocked: &[bool]) -> u8 {
+    if let Some((s, e)) = sp.head {
+        let seen = blocked[s..e].iter().position(|&b| !b);
+        return match (seen, sp.all_eyes) {
+            (Some(i), _) => VIS_SEEN + sp.from[i].min(MAX_HINT) as u8,
+            (None, false) => VIS_HEAD_FIRST + sp.from[0].min(MAX_HINT) as u8,
+            (None, true) if sp.bodies.is_empty() => VIS_HEAD,
+            (None, true) => hidden_code(sp, blocked),
+        };
+    }
+    let prone_hides = sp
+        .bodies
+        .first()
+        .is_none_or(|&(_, s, e)| blocked[s..e].iter().all(|&b| b));
+    match a.code {
+        // The body is seen somewhere (which observer is not kept: the hint stays).
+        VIS_HEAD if !prone_hides => VIS_SEEN + a.first.min(MAX_HINT as u8),
+        VIS_HEAD if !a.full => VIS_PRONE,
+        _ => hidden_code(sp, blocked),
+    }
+}
+
+/// The highest posture whose whole body hides, prone when none does (prone hid already).
+fn hidden_code(sp: &Spans, blocked: &[bool]) -> u8 {
+    let best = sp
+        .bodies
+        .iter()
+        .take_while(|&&(_, s, e)| blocked[s..e].iter().all(|&b| b))
+        .last()
+        .map_or(Posture::Prone, |b| b.0);
+    VIS_HIDDEN + best as u8
 }

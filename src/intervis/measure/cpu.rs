@@ -10,6 +10,7 @@ use crate::trace::cpu::{closest, RayPrep};
 use crate::trace::{HitRecord, Ray, NO_HIT};
 use crate::{Engine, Result};
 use rayon::prelude::*;
+use std::sync::{Arc, Mutex};
 
 /// Scene rays per `closest_hit` call (bounds memory on large batches).
 const RAYS_PER_CALL: usize = 1 << 21;
@@ -24,7 +25,7 @@ pub(super) fn measure(
     let mut out = vec![Sums::default().finish(0); count];
     let albedo: Vec<f32> = scene.materials().iter().map(|m| m.albedo).collect();
     // One BVH per posture in the target's own frame; pixel rays go into that frame instead.
-    let tiers = plan.meshes.each_ref().map(local_tier);
+    let tiers = target_tiers(plan, params.target_height);
     // Targets with a box, in batches of at most RAYS_PER_CALL pixels (a single larger box
     // goes alone).
     let jobs: Vec<(&View, &Placed, PixelBox)> = plan
@@ -80,6 +81,30 @@ pub(super) fn measure(
 /// A posture mesh's triangles in its own frame, and their BVH. The target's placement is a
 /// rotation about +Y and a translation, so distances along a ray carried into this frame are
 /// the world's.
+/// Target heights (bits) whose posture BVHs are kept, most recently used last: the meshes
+/// depend on the height alone, and a search measures a few spots at a time.
+static TARGETS: Mutex<Vec<(u32, Arc<[Tier; 3]>)>> = Mutex::new(Vec::new());
+/// Target heights kept.
+const KEPT_TARGETS: usize = 8;
+
+/// The posture BVHs of `plan`'s meshes (built for `height`), from the cache when kept.
+fn target_tiers(plan: &Plan, height: f32) -> Arc<[Tier; 3]> {
+    let key = height.to_bits();
+    // A poisoned lock only means another thread panicked mid-update: the list is still whole.
+    let mut kept = TARGETS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(i) = kept.iter().position(|(k, _)| *k == key) {
+        let entry = kept.remove(i);
+        kept.push(entry.clone());
+        return entry.1;
+    }
+    let tiers = Arc::new(plan.meshes.each_ref().map(local_tier));
+    if kept.len() == KEPT_TARGETS {
+        kept.remove(0);
+    }
+    kept.push((key, tiers.clone()));
+    tiers
+}
+
 fn local_tier(mesh: &crate::Mesh) -> Tier {
     let tris: Vec<GpuTriangle> = mesh
         .triangles
