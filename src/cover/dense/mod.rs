@@ -306,7 +306,7 @@ impl Driver<'_> {
             if self.gpu {
                 self.run_all(&mut states, &mut gathered);
             } else {
-                self.search(&mut states)?;
+                self.settle(&mut states)?;
             }
             let outcomes: Vec<Outcome> = states
                 .into_par_iter()
@@ -360,6 +360,29 @@ impl Driver<'_> {
         }
         let (p, sh, su, v) = (self.params, &self.shared, self.surface, &self.verdicts);
         Outcome::Asks(candidates(s, p, sh, su, v, speculate))
+    }
+
+    /// Runs the searches to their answers, tracing what they ask for in waves and measuring
+    /// each awaited spot as it comes (the CPU: no wait to save, and the searches go on from
+    /// where they stand instead of starting again).
+    fn settle(&mut self, states: &mut [Local]) -> Result<()> {
+        loop {
+            self.search(states)?;
+            let asks: Vec<(usize, Vec3, Posture)> = states
+                .iter()
+                .filter_map(|s| s.pending_choice().map(|(at, p)| (s.qi, at, p)))
+                .collect();
+            if asks.is_empty() {
+                return Ok(());
+            }
+            measure(
+                self.engine,
+                self.scene,
+                self.queries,
+                &asks,
+                &mut self.verdicts,
+            )?;
+        }
     }
 
     /// Runs the searches as far as the verdicts known allow, tracing what they ask for in
