@@ -75,7 +75,7 @@ pub(super) fn prefill(
         let mut taken = 0;
         for &id in list {
             let (key, at, fit) = keys[id as usize];
-            if shared.vis.get(&key) == Some(&VIS_HEAD) {
+            if shared.vis.get(&key) == Some(VIS_HEAD) {
                 bodies.vis(Ask::whole(key, at, VIS_HEAD, fit, qi));
                 taken += 1;
                 if taken == BODIES {

@@ -2,7 +2,7 @@
 //! visibility, Dijkstra state): ground and fit from the walk surface, visibility from the
 //! batch's shared cache and from the waves.
 
-use super::shared::{cell_key, Ask, Shared, VisKey, Wave};
+use super::shared::{cell_key, Ask, Shared, VisKey, Wave, START_KEY};
 use super::surface::Surface;
 use super::{DenseAnswer, DenseChoice, DenseParams, DenseQuery, Explored};
 use crate::cover::field::CellCover;
@@ -45,8 +45,6 @@ pub(super) fn exposed(code: u8) -> bool {
 pub(super) fn head_first(code: u8) -> bool {
     (VIS_HEAD_FIRST..VIS_SEEN).contains(&code)
 }
-/// Set on the group of the agent's own cell's visibility key.
-const START_KEY: u32 = 1 << 31;
 /// Set on a `vis` code while its next stage is in flight.
 const VIS_PENDING: u8 = 0x80;
 
@@ -297,7 +295,7 @@ impl Local {
             return None;
         }
         let key = self.vis_key(idx);
-        if let Some(&v) = shared.vis.get(&key) {
+        if let Some(v) = shared.vis.get(&key) {
             if v != code {
                 self.cells[k].vis = v;
                 return self.vis_of(idx, shared, wave);
@@ -459,7 +457,7 @@ impl Local {
             let k = idx as usize;
             if self.cells[k].vis & VIS_PENDING != 0 {
                 let code = self.cells[k].vis & !VIS_PENDING;
-                self.cells[k].vis = shared.vis.get(&self.vis_key(idx)).copied().unwrap_or(code);
+                self.cells[k].vis = shared.vis.get(&self.vis_key(idx)).unwrap_or(code);
             }
         }
     }

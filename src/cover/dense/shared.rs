@@ -15,6 +15,9 @@ use crate::{Engine, Result};
 use glam::Vec3;
 use rustc_hash::{FxHashMap, FxHashSet};
 
+/// Set on the group of the agent's own cell's visibility key (keyed by the exact point).
+pub(super) const START_KEY: u32 = 1 << 31;
+
 pub(super) fn cell_key(i: i32, j: i32) -> u64 {
     (u64::from(i as u32) << 32) | u64::from(j as u32)
 }
@@ -28,7 +31,7 @@ pub(super) struct Shared {
     /// A query standing for each group.
     groups: Vec<usize>,
     /// (cell, ground cm, group) -> visibility code.
-    pub vis: FxHashMap<VisKey, u8>,
+    pub vis: VisCache,
 }
 
 impl Shared {
@@ -36,7 +39,7 @@ impl Shared {
         let mut s = Shared {
             group_of: Vec::with_capacity(queries.len()),
             groups: Vec::new(),
-            vis: FxHashMap::default(),
+            vis: VisCache::default(),
         };
         let mut groups: FxHashMap<(ShapeKey, u32, Vec<[u32; 3]>), u32> = FxHashMap::default();
         for (qi, q) in queries.iter().enumerate() {
@@ -67,9 +70,92 @@ impl Shared {
             _ if head_first(v) => 1,
             _ => 9,
         };
-        let e = self.vis.entry(key).or_insert(next);
-        if rank(next) > rank(*e) {
+        let e = self.vis.entry(key);
+        if *e == VIS_UNKNOWN || rank(next) > rank(*e) {
             *e = next;
+        }
+    }
+}
+
+/// Cells per block side in [`VisCache`].
+const BLOCK: i32 = 8;
+/// An empty slot of a block.
+const NO_FLOOR: i32 = i32::MIN;
+
+/// One block of cells of one observer group: each cell's first floor filed (its ground in
+/// cm) and code.
+#[derive(Clone)]
+struct Block {
+    cm: [i32; (BLOCK * BLOCK) as usize],
+    code: [u8; (BLOCK * BLOCK) as usize],
+}
+
+/// The visibility cache, laid out by blocks of 8 x 8 cells: a search reads its cells in
+/// neighbouring order, so its lookups share blocks (and cache lines) instead of landing
+/// anywhere in one large table. Cells with a second floor and the agents' own spots go to a
+/// plain map beside it.
+#[derive(Default)]
+pub(super) struct VisCache {
+    index: FxHashMap<(u32, i32, i32), u32>,
+    blocks: Vec<Block>,
+    others: FxHashMap<VisKey, u8>,
+}
+
+/// The block of a key and its slot there; `None` for the keys kept in the plain map.
+fn block_of(key: &VisKey) -> Option<((u32, i32, i32), usize)> {
+    let (cell, _, group) = *key;
+    if group & START_KEY != 0 {
+        return None;
+    }
+    let (i, j) = ((cell >> 32) as u32 as i32, cell as u32 as i32);
+    let slot = i.rem_euclid(BLOCK) + BLOCK * j.rem_euclid(BLOCK);
+    Some((
+        (group, i.div_euclid(BLOCK), j.div_euclid(BLOCK)),
+        slot as usize,
+    ))
+}
+
+impl VisCache {
+    /// The code filed for `key`, if any.
+    pub fn get(&self, key: &VisKey) -> Option<u8> {
+        let Some((b, slot)) = block_of(key) else {
+            return self.others.get(key).copied();
+        };
+        let block = &self.blocks[*self.index.get(&b)? as usize];
+        if block.cm[slot] == key.1 {
+            Some(block.code[slot])
+        } else if block.cm[slot] == NO_FLOOR {
+            None
+        } else {
+            self.others.get(key).copied()
+        }
+    }
+
+    pub fn contains_key(&self, key: &VisKey) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// The code of `key`, [`VIS_UNKNOWN`] where none was filed yet.
+    fn entry(&mut self, key: VisKey) -> &mut u8 {
+        let Some((b, slot)) = block_of(&key) else {
+            return self.others.entry(key).or_insert(VIS_UNKNOWN);
+        };
+        let next = self.blocks.len() as u32;
+        let at = *self.index.entry(b).or_insert(next);
+        if at == next {
+            self.blocks.push(Block {
+                cm: [NO_FLOOR; (BLOCK * BLOCK) as usize],
+                code: [VIS_UNKNOWN; (BLOCK * BLOCK) as usize],
+            });
+        }
+        let block = &mut self.blocks[at as usize];
+        if block.cm[slot] == NO_FLOOR {
+            block.cm[slot] = key.1;
+        }
+        if block.cm[slot] == key.1 {
+            &mut block.code[slot]
+        } else {
+            self.others.entry(key).or_insert(VIS_UNKNOWN)
         }
     }
 }
@@ -302,4 +388,61 @@ fn hidden_code(sp: &Spans, blocked: &[bool]) -> u8 {
         .last()
         .map_or(Posture::Prone, |b| b.0);
     VIS_HIDDEN + best as u8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The blocked cache answers like a plain map: several floors in one cell, cells on both
+    /// sides of zero, the agents' own spots and two groups; a code never steps back.
+    #[test]
+    fn blocked_cache_answers_like_a_map() {
+        let mut shared = Shared {
+            group_of: Vec::new(),
+            groups: Vec::new(),
+            vis: VisCache::default(),
+        };
+        let mut reference: FxHashMap<VisKey, u8> = FxHashMap::default();
+        let mut rng = crate::trace::SplitMix64(7);
+        let codes = [
+            VIS_HEAD_FIRST + 2,
+            VIS_HEAD,
+            VIS_PRONE,
+            VIS_HIDDEN + 1,
+            VIS_SEEN + 3,
+        ];
+        // The stages in order; the final codes (seen, hidden) rank alike and stay.
+        let rank = |c: u8| match c {
+            VIS_HEAD => 2,
+            VIS_PRONE => 3,
+            _ if head_first(c) => 1,
+            _ => 9,
+        };
+        for _ in 0..20_000 {
+            let (i, j) = (
+                (rng.next_u64() % 40) as i32 - 20,
+                (rng.next_u64() % 40) as i32 - 20,
+            );
+            let cm = [-35, 0, 310][(rng.next_u64() % 3) as usize];
+            let group = (rng.next_u64() % 2) as u32
+                | if rng.next_u64() % 10 == 0 {
+                    START_KEY
+                } else {
+                    0
+                };
+            let key = (cell_key(i, j), cm, group);
+            let next = codes[(rng.next_u64() % codes.len() as u64) as usize];
+            shared.file(key, next);
+            let e = reference.entry(key).or_insert(next);
+            if rank(next) > rank(*e) {
+                *e = next;
+            }
+        }
+        for (key, &code) in &reference {
+            assert_eq!(shared.vis.get(key), Some(code), "{key:?}");
+        }
+        assert_eq!(shared.vis.get(&(cell_key(99, 99), 0, 0)), None);
+        assert_eq!(shared.vis.get(&(cell_key(0, 0), 12_345, 0)), None);
+    }
 }
