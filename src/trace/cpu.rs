@@ -99,7 +99,7 @@ impl RayPrep {
         };
         // Per-lane IEEE division: the same bits as dir[kx] / dir[kz] and so on.
         let shear = Vec3A::new(d[kx], d[ky], 1.0) / Vec3A::splat(d[kz]);
-        let mut rows = [[0.0f32; 3]; 3];
+        let mut rows = [Vec3A::ZERO; 3];
         rows[0][kx] = 1.0;
         rows[0][kz] = -shear.x;
         rows[1][ky] = 1.0;
@@ -113,8 +113,13 @@ impl RayPrep {
             org: org.into(),
             dir,
             inv: Vec3A::ONE / safe,
-            rows: rows.map(Vec3A::from_array),
-            near: [0, 1, 2].map(|a| 2 * a + usize::from(safe[a] < 0.0)),
+            rows,
+            // Written out: `[0, 1, 2].map(..)` stayed an out-of-line call, once a ray.
+            near: [
+                usize::from(safe.x < 0.0),
+                2 + usize::from(safe.y < 0.0),
+                4 + usize::from(safe.z < 0.0),
+            ],
             fusion: Fusion::None,
         }
     }
@@ -227,8 +232,13 @@ pub fn children_entry(r: &RayPrep, node: &WideNode, t_max: f32) -> (u32, Vec4) {
         let inv = r.inv.to_array()[axis];
         (Vec4::from(b[row]) - Vec4::splat(o)) * Vec4::splat(inv)
     };
-    let [nx, ny, nz] = [0, 1, 2].map(|a| t(a, r.near[a]));
-    let [fx, fy, fz] = [0, 1, 2].map(|a| t(a, r.near[a] ^ 1));
+    // Written out: `[0, 1, 2].map(..)` stayed an out-of-line call, twice a node.
+    let (nx, ny, nz) = (t(0, r.near[0]), t(1, r.near[1]), t(2, r.near[2]));
+    let (fx, fy, fz) = (
+        t(0, r.near[0] ^ 1),
+        t(1, r.near[1] ^ 1),
+        t(2, r.near[2] ^ 1),
+    );
     let near = nx.max(ny).max(nz.max(Vec4::ZERO));
     let far = fx.min(fy).min(fz.min(Vec4::splat(t_max))) * BOX_PAD;
     (near.cmple(far).bitmask(), near)
@@ -300,6 +310,7 @@ fn walk(
     tier: &Tier,
     r: &RayPrep,
     t_max: f32,
+    stack: &mut WalkStack,
     mut leaf: impl FnMut(&[GpuTriangle], f32) -> Option<f32>,
 ) {
     let nodes = &tier.wide;
@@ -307,8 +318,6 @@ fn walk(
         return;
     }
     let mut limit = t_max;
-    // (child, count, entry distance); count > 0 marks a leaf.
-    let mut stack = [(0u32, 0u32, 0f32); STACK_SIZE];
     stack[0] = (0, 0, 0.0);
     let mut sp = 1;
     while sp > 0 {
@@ -328,7 +337,7 @@ fn walk(
         }
         let n = &nodes[child as usize];
         let (mask, d) = children_entry(r, n, limit);
-        push_sorted(&mut stack, &mut sp, n, mask, d);
+        push_sorted(stack, &mut sp, n, mask, d);
     }
 }
 
@@ -413,7 +422,22 @@ pub type Stacks = [[(u32, u32, f32); STACK_SIZE]; LANES];
 /// Improves `best` with the closest blocking triangle with `0 < t < t_max`; equal distances go to
 /// the lower triangle id, so results do not depend on traversal or chunk order.
 pub fn closest(tier: &Tier, r: &RayPrep, t_max: f32, mask: u32, best: &mut HitRecord) {
-    walk(tier, r, best.t.min(t_max), |tris, _| {
+    closest_in(tier, r, t_max, mask, best, &mut [(0, 0, 0.0); STACK_SIZE]);
+}
+
+/// The traversal stack of one ray: (child, count, entry distance); count > 0 marks a leaf.
+pub type WalkStack = [(u32, u32, f32); STACK_SIZE];
+
+/// [`closest`] on the caller's stack: a loop over many rays clears it once, not once a ray.
+pub fn closest_in(
+    tier: &Tier,
+    r: &RayPrep,
+    t_max: f32,
+    mask: u32,
+    best: &mut HitRecord,
+    stack: &mut WalkStack,
+) {
+    walk(tier, r, best.t.min(t_max), stack, |tris, _| {
         for tri in tris {
             if tri.flags & mask == 0 {
                 continue;

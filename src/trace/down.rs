@@ -451,11 +451,14 @@ impl Ctx<'_> {
     #[inline]
     fn admits(&self, t: &Tile, k: usize, node: &WideNode, s: usize) -> u32 {
         let b = &node.bounds;
-        let o = [&t.ox, &t.oy, &t.oz].map(|v| Vec4::from_slice(&v[k..k + 4]));
+        let o = [&t.ox, &t.oy, &t.oz];
         let (inv, near) = (self.template.inv.to_array(), self.template.near);
-        let d = |a: usize, row: usize| (Vec4::splat(b[row][s]) - o[a]) * Vec4::splat(inv[a]);
-        let [nx, ny, nz] = [0, 1, 2].map(|a| d(a, near[a]));
-        let [fx, fy, fz] = [0, 1, 2].map(|a| d(a, near[a] ^ 1));
+        let d = |a: usize, row: usize| {
+            (Vec4::splat(b[row][s]) - Vec4::from_slice(&o[a][k..k + 4])) * Vec4::splat(inv[a])
+        };
+        // Written out: `[0, 1, 2].map(..)` can stay an out-of-line call.
+        let (nx, ny, nz) = (d(0, near[0]), d(1, near[1]), d(2, near[2]));
+        let (fx, fy, fz) = (d(0, near[0] ^ 1), d(1, near[1] ^ 1), d(2, near[2] ^ 1));
         let limit = Vec4::from_slice(&t.limit[k..k + 4]);
         let n = nx.max(ny).max(nz.max(Vec4::ZERO));
         let f = fx.min(fy).min(fz.min(limit)) * BOX_PAD;

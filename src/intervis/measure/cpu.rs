@@ -6,7 +6,7 @@ use super::{pixel_solid_angle, scaled, shade, IntervisParams, PixelBox, Placed, 
 use crate::bvh::{Bvh, GpuTriangle};
 use crate::intervis::IntervisRecord;
 use crate::scene::{Scene, Tier};
-use crate::trace::cpu::{closest, RayPrep};
+use crate::trace::cpu::{closest_in, RayPrep, STACK_SIZE};
 use crate::trace::{HitRecord, Ray, NO_HIT};
 use crate::{Engine, Result};
 use rayon::prelude::*;
@@ -136,12 +136,14 @@ fn reduce_box(
         .map(|(row, hits)| {
             let j = b.y0 + row as u32;
             let mut sums = Sums::default();
+            let mut stack = [(0, 0, 0.0); STACK_SIZE];
             for (k, s) in hits.iter().enumerate() {
                 let i = b.x0 + k as u32;
                 let (o, d) = view.pixel_ray(i, j);
                 let mut t = HitRecord::MISS;
                 let (lo, ld) = (to_local.transform_point3(o), to_local.transform_vector3(d));
-                closest(target, &RayPrep::new(lo, ld), f32::INFINITY, 1, &mut t);
+                let ray = RayPrep::new(lo, ld);
+                closest_in(target, &ray, f32::INFINITY, 1, &mut t, &mut stack);
                 t.normal = model.transform_vector3(t.normal.into()).into();
                 let scene_hit = s.triangle != NO_HIT;
                 let target_hit = t.triangle != NO_HIT;
