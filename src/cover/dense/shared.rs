@@ -426,7 +426,7 @@ mod tests {
             );
             let cm = [-35, 0, 310][(rng.next_u64() % 3) as usize];
             let group = (rng.next_u64() % 2) as u32
-                | if rng.next_u64() % 10 == 0 {
+                | if rng.next_u64().is_multiple_of(10) {
                     START_KEY
                 } else {
                     0
