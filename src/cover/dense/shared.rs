@@ -359,6 +359,8 @@ impl Job {
 /// head hidden from the first observer or from all, or the highest posture that hides.
 fn next_code(a: &Ask, sp: &Spans, blocked: &[bool]) -> u8 {
     if let Some((s, e)) = sp.head {
+        // A lone first observer comes from a hint, which a code can always name.
+        debug_assert!(sp.all_eyes || sp.from[0] <= MAX_HINT);
         let seen = blocked[s..e].iter().position(|&b| !b);
         return match (seen, sp.all_eyes) {
             (Some(i), _) => VIS_SEEN + sp.from[i].min(MAX_HINT) as u8,
