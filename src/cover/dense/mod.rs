@@ -7,10 +7,10 @@
 //! batches (waves): every query's next band of path length goes to the engine together, so a
 //! thousand agents cost the same few engine calls per wave as one.
 //!
-//! - **Ground** of a cell: a downward closest-hit ray from one step height above the cell it is
-//!   entered from; walkable material, slope within `max_slope`, height change within
-//!   `step_height`.
-//! - **Clearance** ([`super::body::clearance_segments`]): the highest posture whose body fits.
+//! - **Ground** of a cell: the floor of the kept walk surface ([`Surface`]) within
+//!   `step_height` of the cell it is entered from, nearest to it (walkable material, slope
+//!   within `max_slope`).
+//! - **Fit**: the highest posture whose whole disc is clear there (also from the walk surface).
 //!   The agent moves crouching or standing, so a cell where only lying down fits can be the
 //!   destination but is not walked through. A diagonal step needs both cells beside it.
 //! - **Hidden**: the whole body ([`super::body`]) of a fitting posture is hidden from every
