@@ -27,8 +27,8 @@ mod common;
 use criterion::Criterion;
 use glam::Vec3;
 use sightline::fireteam::{
-    nearest_nodes, Eta, Order, PathSearch, PlanParams, Planner, Route, SimParams, Simulation, Task,
-    World,
+    nearest_nodes, Eta, Order, Path, PathSearch, PlanParams, Planner, Route, SimParams, Simulation,
+    Task, World,
 };
 use std::hint::black_box;
 use std::time::Duration;
@@ -55,12 +55,30 @@ fn main() {
         .measurement_time(Duration::from_secs(3))
         .configure_from_args();
     let (_, world) = common::urban_world();
-    let g = world.graph();
     let (sw, ne) = corners(&world);
-
-    // Team path, and the pathfinding crate's A* on the same costs.
     let mut search = PathSearch::new();
-    let ours = search.find(&world, sw, ne, 1.0).expect("a path");
+    let ours = team_path(&mut c, &world, &mut search, (sw, ne));
+    let order = Order {
+        start: nearest_nodes(world.graph(), sw, 4),
+        goal: ne,
+        sector: None,
+    };
+    let mut planner = Planner::new();
+    lookahead(&mut c, &world, &order, &ours, &mut planner);
+    many_teams(&mut c, &world, &mut search, (sw, ne), &mut planner);
+    whole_move(&mut c, &world, &order);
+    c.final_summary();
+}
+
+/// The team path corner to corner, and the pathfinding crate's A* on the same costs.
+fn team_path(
+    c: &mut Criterion,
+    world: &World,
+    search: &mut PathSearch,
+    (sw, ne): (u32, u32),
+) -> Path {
+    let g = world.graph();
+    let ours = search.find(world, sw, ne, 1.0).expect("a path");
     let nodes = g.nodes();
     let step = |u: u32, v: u32, e: u32| -> u64 {
         let ex = world.exposure();
@@ -98,33 +116,25 @@ fn main() {
     assert!((f64::from(ours.cost) - peer_cost as f64 * 1e-6).abs() < 1e-2 * f64::from(ours.cost));
     let mut grp = c.benchmark_group("team_path");
     grp.bench_function("corner_to_corner", |b| {
-        b.iter(|| black_box(search.find(&world, black_box(sw), ne, 1.0)))
+        b.iter(|| black_box(search.find(world, black_box(sw), ne, 1.0)))
     });
     grp.bench_function("corner_to_corner_peer", |b| b.iter(|| black_box(peer())));
     grp.finish();
+    ours
+}
 
-    // A team mid-move: 60 s into the corner-to-corner move.
-    let start = nearest_nodes(g, sw, 4);
-    let order = Order {
-        start: start.clone(),
-        goal: ne,
-        sector: None,
-    };
-    let mut sim = Simulation::new(
-        &world,
-        std::slice::from_ref(&order),
-        SimParams::standard(),
-        1,
-    )
-    .expect("sim");
+/// A team mid-move (60 s into the corner-to-corner move): one member plans 3, 5 and 10 steps
+/// ahead.
+fn lookahead(c: &mut Criterion, world: &World, order: &Order, ours: &Path, planner: &mut Planner) {
+    let mut sim =
+        Simulation::new(world, std::slice::from_ref(order), SimParams::standard(), 1).expect("sim");
     while sim.now() < 60.0 && sim.advance().expect("advance") {}
     let eta = sim.eta().clone();
-    let route = Route::new(&world, ours.nodes.clone());
+    let route = Route::new(world, ours.nodes.clone());
     let member = 1u32;
     let at = sim.frames().last().expect("a frame").members[member as usize].node;
-    let spp = route.pull_point(&world, at, 0);
+    let spp = route.pull_point(world, at, 0);
     let team = [0u32, 1, 2, 3];
-    let mut planner = Planner::new();
     let mut grp = c.benchmark_group("lookahead");
     for depth in [3u32, 5, 10] {
         let p = PlanParams {
@@ -132,7 +142,7 @@ fn main() {
             ..PlanParams::standard()
         };
         let task = Task {
-            world: &world,
+            world,
             eta: &eta,
             member,
             team: &team,
@@ -154,16 +164,25 @@ fn main() {
         });
     }
     grp.finish();
+}
 
-    // 16 teams spread over the map, all planning in one tick.
+/// 16 teams spread over the map, all 64 members planning in one tick.
+fn many_teams(
+    c: &mut Criterion,
+    world: &World,
+    search: &mut PathSearch,
+    (sw, ne): (u32, u32),
+    planner: &mut Planner,
+) {
+    let g = world.graph();
     let starts = common::spread_teams(g, 16);
     let eta0 = Eta::new(g.len(), &starts);
     let teams: Vec<Vec<u32>> = (0..16u32).map(|k| (4 * k..4 * k + 4).collect()).collect();
     let routes: Vec<Route> = (0..16)
         .map(|k| {
             let from = starts[4 * k];
-            let path = search.find(&world, from, if k % 2 == 0 { ne } else { sw }, 1.0);
-            Route::new(&world, path.map_or_else(|| vec![from], |p| p.nodes))
+            let path = search.find(world, from, if k % 2 == 0 { ne } else { sw }, 1.0);
+            Route::new(world, path.map_or_else(|| vec![from], |p| p.nodes))
         })
         .collect();
     let p = PlanParams::standard();
@@ -173,7 +192,7 @@ fn main() {
             let k = (m / 4) as usize;
             let here = eta.track(m)[0];
             let task = Task {
-                world: &world,
+                world,
                 eta,
                 member: m,
                 team: &teams[k],
@@ -191,7 +210,7 @@ fn main() {
         }
         planned
     };
-    let planned = tick(&mut planner, &mut eta0.clone());
+    let planned = tick(planner, &mut eta0.clone());
     eprintln!(
         "tick: {planned} of 64 members planned (lookahead {})",
         p.lookahead
@@ -200,22 +219,19 @@ fn main() {
     grp.bench_function("16_teams", |b| {
         b.iter_batched(
             || eta0.clone(),
-            |mut eta| black_box(tick(&mut planner, &mut eta)),
+            |mut eta| black_box(tick(planner, &mut eta)),
             criterion::BatchSize::SmallInput,
         )
     });
     grp.finish();
+}
 
-    // A whole move, end to end.
-    let out = Simulation::new(
-        &world,
-        std::slice::from_ref(&order),
-        SimParams::standard(),
-        1,
-    )
-    .expect("sim")
-    .run()
-    .expect("run");
+/// A whole move of one team of 4, end to end.
+fn whole_move(c: &mut Criterion, world: &World, order: &Order) {
+    let out = Simulation::new(world, std::slice::from_ref(order), SimParams::standard(), 1)
+        .expect("sim")
+        .run()
+        .expect("run");
     eprintln!(
         "move: arrived {} after {:.0} s simulated, {} plans, {} catch-ups, {} frames",
         out.arrived,
@@ -228,16 +244,10 @@ fn main() {
     grp.sample_size(10);
     grp.bench_function("4_members", |b| {
         b.iter(|| {
-            let sim = Simulation::new(
-                &world,
-                std::slice::from_ref(&order),
-                SimParams::standard(),
-                1,
-            )
-            .expect("sim");
+            let sim = Simulation::new(world, std::slice::from_ref(order), SimParams::standard(), 1)
+                .expect("sim");
             black_box(sim.run().expect("run").arrived)
         })
     });
     grp.finish();
-    c.final_summary();
 }
