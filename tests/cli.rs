@@ -669,3 +669,339 @@ fn a_clockwise_level_is_turned_the_right_way_out_and_says_so() {
     );
     assert_ne!(graph_line(&a), graph_line(&c));
 }
+
+/// Under `SIGHTLINE_REQUIRE_GPU=1` (CI) GPU work fails instead of skipping.
+fn gpu_required() -> bool {
+    std::env::var("SIGHTLINE_REQUIRE_GPU").is_ok_and(|v| v == "1")
+}
+
+/// `cover-regions` on the village around a spot south-west of the roofed room, against a
+/// threat north-east of it: regions for every posture, several with holes (trees, crates),
+/// others across the open ground, with routes.
+fn cover_regions(backend: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "cover-regions",
+        "--scene",
+        "village",
+        "--center=-15,0,20",
+        "--threat=0,1.7,0",
+        "--backend",
+        backend,
+    ];
+    args.extend_from_slice(extra);
+    sightline(&args)
+}
+
+type Ring = Vec<[f64; 2]>;
+
+fn pair(v: &serde_json::Value) -> [f64; 2] {
+    [v[0].as_f64().unwrap(), v[1].as_f64().unwrap()]
+}
+
+fn ring(v: &serde_json::Value) -> Ring {
+    v.as_array().unwrap().iter().map(pair).collect()
+}
+
+/// Shoelace area of a ring, closed or not (positive when counter-clockwise).
+fn shoelace(r: &[[f64; 2]]) -> f64 {
+    let n = r.len();
+    (0..n)
+        .map(|i| r[i][0] * r[(i + 1) % n][1] - r[(i + 1) % n][0] * r[i][1])
+        .sum::<f64>()
+        / 2.0
+}
+
+/// Whether `p` is inside the ring (even-odd crossings of a ray towards +x).
+fn inside(r: &[[f64; 2]], p: [f64; 2]) -> bool {
+    let mut odd = false;
+    for i in 0..r.len() {
+        let (a, b) = (r[i], r[(i + 1) % r.len()]);
+        if (a[1] > p[1]) != (b[1] > p[1])
+            && p[0] < a[0] + (p[1] - a[1]) * (b[0] - a[0]) / (b[1] - a[1])
+        {
+            odd = !odd;
+        }
+    }
+    odd
+}
+
+/// Whether `a` is `b` read from some vertex on, in either direction.
+fn same_cycle(a: &[[f64; 2]], b: &[[f64; 2]]) -> bool {
+    let n = b.len();
+    let reversed: Vec<[f64; 2]> = b.iter().rev().copied().collect();
+    a.len() == n
+        && (0..n).any(|s| {
+            (0..n).all(|i| a[i] == b[(s + i) % n]) || (0..n).all(|i| a[i] == reversed[(s + i) % n])
+        })
+}
+
+/// The regions of a `cover-regions --json` answer hold together: each has area (its cells'
+/// and its polygon's), its point inside its outer ring and in no hole, a route from the
+/// centre's cell to that point no shorter than its exposed part.
+fn check_regions(v: &serde_json::Value) {
+    let cell = v["cell"].as_f64().unwrap();
+    let regions = v["regions"].as_array().unwrap();
+    assert!(!regions.is_empty(), "no regions: {v}");
+    for (k, r) in regions.iter().enumerate() {
+        let (area, cells) = (r["area"].as_f64().unwrap(), r["cells"].as_f64().unwrap());
+        assert!(
+            area > 0.0 && (area - cells * cell * cell).abs() < 1e-9,
+            "{k}: {r}"
+        );
+        assert!(r["reachable_area"].as_f64().unwrap() <= area, "{k}");
+        let (outer, holes): (Ring, Vec<Ring>) = (
+            ring(&r["outer"]),
+            r["holes"].as_array().unwrap().iter().map(ring).collect(),
+        );
+        let polygon = shoelace(&outer) + holes.iter().map(|h| shoelace(h)).sum::<f64>();
+        assert!(
+            (polygon - area).abs() < 1e-6 * area,
+            "{k}: polygon {polygon} m², area {area}"
+        );
+        let p = &r["point"];
+        let at = [p[0].as_f64().unwrap(), p[2].as_f64().unwrap()];
+        assert!(
+            inside(&outer, at),
+            "region {k}: point {p} outside its outer ring"
+        );
+        assert!(
+            holes.iter().all(|h| !inside(h, at)),
+            "region {k}: point {p} in a hole"
+        );
+        assert!(r["margin"].as_f64().unwrap() >= 0.0, "{k}");
+        if let Some(route) = r["route"].as_object() {
+            let points = route["points"].as_array().unwrap();
+            assert_eq!(
+                points.last(),
+                Some(p),
+                "region {k}: the route ends at the point"
+            );
+            let (x, z) = (
+                points[0][0].as_f64().unwrap(),
+                points[0][2].as_f64().unwrap(),
+            );
+            assert!(
+                (x + 15.0).abs() <= cell && (z - 20.0).abs() <= cell,
+                "starts at the centre"
+            );
+            let (length, exposed) = (
+                route["length"].as_f64().unwrap(),
+                route["exposed"].as_f64().unwrap(),
+            );
+            assert!(
+                0.0 <= exposed && exposed <= length + 1e-9,
+                "region {k}: {route:?}"
+            );
+        }
+    }
+}
+
+/// `[x, -z, y]`: a JSON `[x, y, z]` as a GeoJSON position.
+fn geo3(p: &serde_json::Value) -> serde_json::Value {
+    let c = |i: usize| p[i].as_f64().unwrap();
+    serde_json::json!([c(0), -c(2), c(1)])
+}
+
+/// Every feature of `kind` in a GeoJSON FeatureCollection.
+fn features<'a>(g: &'a serde_json::Value, kind: &str) -> Vec<&'a serde_json::Value> {
+    let all = g["features"].as_array().unwrap();
+    all.iter()
+        .filter(|f| f["properties"]["kind"] == kind)
+        .collect()
+}
+
+/// A GeoJSON polygon's rings are the JSON region's in (x, -z), closed, the outer one
+/// counter-clockwise and the holes clockwise.
+fn check_polygon(k: usize, f: &serde_json::Value, r: &serde_json::Value) {
+    assert_eq!(f["geometry"]["type"], "Polygon");
+    assert_eq!(f["properties"]["region"], k);
+    assert_eq!(f["properties"]["posture"], r["posture"]);
+    assert_eq!(f["properties"]["area_m2"], r["area"]);
+    let got: Vec<Ring> = f["geometry"]["coordinates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(ring)
+        .collect();
+    let want: Vec<Ring> = std::iter::once(&r["outer"])
+        .chain(r["holes"].as_array().unwrap())
+        .map(ring)
+        .collect();
+    assert_eq!(got.len(), want.len(), "region {k}: rings");
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            g.len() >= 4 && g.first() == g.last(),
+            "region {k} ring {i} is not closed"
+        );
+        let a = shoelace(g);
+        assert!(
+            if i == 0 { a > 0.0 } else { a < 0.0 },
+            "region {k} ring {i}: area {a}"
+        );
+        let back: Ring = g[..g.len() - 1].iter().map(|p| [p[0], -p[1]]).collect();
+        assert!(
+            same_cycle(&back, w),
+            "region {k} ring {i}: {g:?} is not {w:?} in (x, -z)"
+        );
+    }
+}
+
+/// The GeoJSON says what the JSON says: a polygon and a point per region, a line per route,
+/// the threats and the centre, all in (x, -z) with the height third; no `crs`.
+fn check_geojson(v: &serde_json::Value, g: &serde_json::Value) {
+    assert_eq!(g["type"], "FeatureCollection");
+    assert!(g.get("crs").is_none());
+    let axes = g["sightline"]["axes"].as_str().unwrap_or_default();
+    assert!(axes.contains("easting = x, northing = -z"), "{axes}");
+    let regions = v["regions"].as_array().unwrap();
+    let polygons = features(g, "region");
+    assert_eq!(polygons.len(), regions.len());
+    for (k, (f, r)) in polygons.iter().zip(regions).enumerate() {
+        check_polygon(k, f, r);
+    }
+    let points = features(g, "point");
+    assert_eq!(points.len(), regions.len());
+    for (f, r) in points.iter().zip(regions) {
+        assert_eq!(f["geometry"]["coordinates"], geo3(&r["point"]));
+    }
+    let routes: Vec<_> = regions.iter().filter(|r| !r["route"].is_null()).collect();
+    let lines = features(g, "route");
+    assert_eq!(lines.len(), routes.len());
+    for (f, r) in lines.iter().zip(&routes) {
+        assert_eq!(f["geometry"]["type"], "LineString");
+        assert_eq!(f["properties"]["length_m"], r["route"]["length"]);
+        let line = f["geometry"]["coordinates"].as_array().unwrap();
+        assert_eq!(line.last(), Some(&geo3(&r["point"])));
+    }
+    let threats = features(g, "threat");
+    assert_eq!(threats.len(), 1);
+    assert_eq!(
+        threats[0]["geometry"]["coordinates"],
+        geo3(&v["threats"][0])
+    );
+    let centre = features(g, "center");
+    assert_eq!(centre[0]["geometry"]["coordinates"], geo3(&v["center"]));
+}
+
+#[test]
+fn cover_regions_write_json_geojson_and_a_picture() {
+    let (geo, png) = (tmp("regions.geojson"), tmp("regions.png"));
+    let o = cover_regions(
+        "cpu",
+        &[
+            "--json",
+            "--geojson",
+            geo.to_str().unwrap(),
+            "--png",
+            png.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["gpu"], false,
+        "--backend cpu classifies with the CPU twin"
+    );
+    check_regions(&v);
+    let postures: Vec<&str> = v["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["posture"].as_str().unwrap())
+        .collect();
+    for p in ["prone", "crouching", "standing"] {
+        assert!(postures.contains(&p), "no {p} region: {postures:?}");
+    }
+    let g: serde_json::Value = serde_json::from_slice(&std::fs::read(&geo).unwrap()).unwrap();
+    check_geojson(&v, &g);
+    let img = image::open(&png).expect("the picture decodes").to_rgb8();
+    assert!(
+        img.width() > 1024 && img.height() >= 1024,
+        "{:?}",
+        img.dimensions()
+    );
+    // One posture asked: only its regions, and the plain summary names it alone.
+    let o = cover_regions("cpu", &["--posture", "crouching"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        out.contains("crouching: ") && !out.contains("prone:") && !out.contains("standing:"),
+        "{out}"
+    );
+}
+
+/// The GPU stencil pass answers as the CPU twin does, within a thin band of cells at region
+/// edges; under `SIGHTLINE_REQUIRE_GPU=1` it must run (no adapter, or one without
+/// `DEPTH_CLIP_CONTROL`, fails).
+#[test]
+fn cover_regions_on_the_gpu_agree_with_the_cpu_twin() {
+    let gpu = cover_regions("gpu", &["--json"]);
+    if !gpu.status.success() && !gpu_required() && text(&gpu).contains("no GPU adapter") {
+        eprintln!("skipping: {}", text(&gpu));
+        return;
+    }
+    assert!(gpu.status.success(), "{}", text(&gpu));
+    let g: serde_json::Value = serde_json::from_slice(&gpu.stdout).unwrap();
+    if gpu_required() {
+        assert_eq!(g["gpu"], true, "the stencil pass did not run");
+    }
+    let cpu = cover_regions("cpu", &["--json"]);
+    let c: serde_json::Value = serde_json::from_slice(&cpu.stdout).unwrap();
+    let area = |v: &serde_json::Value, p: &str| -> f64 {
+        let all = v["regions"].as_array().unwrap();
+        all.iter()
+            .filter(|r| r["posture"] == p)
+            .fold(0.0, |sum, r| sum + r["area"].as_f64().unwrap())
+    };
+    for p in ["prone", "crouching", "standing"] {
+        let (on_gpu, twin) = (area(&g, p), area(&c, p));
+        assert!(
+            twin > 0.0 && (on_gpu - twin).abs() <= 0.02 * twin,
+            "{p}: {on_gpu} m² of regions on the GPU, {twin} m² by the CPU twin"
+        );
+    }
+    check_regions(&g);
+}
+
+/// Bad `cover-regions` input is a clear error naming what to fix, never a panic.
+#[test]
+fn cover_regions_bad_input_is_a_clear_error() {
+    let threat = "--threat=0,1.7,0";
+    for (args, want) in [
+        (vec![], "--threat"),
+        (vec![threat, "--size", "-3"], "--size -3"),
+        (vec![threat, "--size", "NaN"], "--size NaN"),
+        (vec![threat, "--cell", "0"], "--cell 0"),
+        (
+            vec![threat, "--cell", "50"],
+            "--cell 50 is larger than --size",
+        ),
+        (
+            vec![threat, "--size", "5000", "--cell", "0.1"],
+            "over the limit",
+        ),
+        (vec!["--threat=0,nan,0"], "finite"),
+        (vec![threat, "--threat=1,2"], "X,Y,Z"),
+        (vec![threat, "--posture", "sitting"], "possible values"),
+    ] {
+        let mut full = vec!["cover-regions", "--scene", "village", "--center=-15,0,20"];
+        full.extend(args.iter().chain(&["--backend", "cpu"]));
+        let o = sightline(&full);
+        let out = text(&o);
+        assert!(!o.status.success(), "{args:?} succeeded: {out}");
+        assert!(!out.contains("panicked"), "{args:?} panicked: {out}");
+        assert!(out.contains(want), "{args:?}: expected `{want}` in: {out}");
+    }
+    let o = sightline(&[
+        "cover-regions",
+        "--center=0,0,nan",
+        threat,
+        "--backend",
+        "cpu",
+    ]);
+    assert!(
+        !o.status.success() && text(&o).contains("--center"),
+        "{}",
+        text(&o)
+    );
+}

@@ -16,7 +16,9 @@ fn validate(name: &str, source: &str) -> naga::Module {
 
 /// Shaders that do not use common.wgsl (the cover field's render and classify passes, the
 /// intervis render and reduce passes).
-const SELF_CONTAINED: [&str; 4] = [
+const SELF_CONTAINED: [&str; 6] = [
+    "shadow_volumes",
+    "shadow_reduce",
     "depth_map",
     "cover_field",
     "intervis_render",

@@ -13,6 +13,7 @@
 pub mod body;
 pub mod dense;
 pub mod field;
+pub mod regions;
 pub mod sensor_grid;
 pub mod verify;
 

@@ -67,7 +67,11 @@ pub fn triangles(scene: &Scene, mask: Mask) -> Vec<GpuTriangle> {
 /// Whether the segment from `a` to `b` passes within [`eps`] of an edge of one of `tris`, or
 /// ends within it of one of them (float64): where the contract lets backends differ.
 pub fn near_boundary(tris: &[GpuTriangle], a: Vec3, b: Vec3) -> bool {
-    let e = eps(a, b);
+    near_boundary_within(tris, a, b, eps(a, b))
+}
+
+/// [`near_boundary`] with a band of `e` metres.
+pub fn near_boundary_within(tris: &[GpuTriangle], a: Vec3, b: Vec3, e: f64) -> bool {
     let (pa, pb) = (a.as_dvec3(), b.as_dvec3());
     let (lo, hi) = (pa.min(pb) - e, pa.max(pb) + e);
     tris.iter().any(|t| {

@@ -10,6 +10,7 @@ mod fireteam_cmd;
 mod map_cmd;
 mod nav_cmd;
 mod predict_cmd;
+mod regions_cmd;
 mod ring_cmd;
 mod tables_cmd;
 mod terrain_cmd;
@@ -165,6 +166,15 @@ enum Command {
         #[command(flatten)]
         args: cover_cmd::FieldArgs,
     },
+    /// Exact cover regions around a point (Morgan's shadow volumes): per posture, the
+    /// connected areas where a body hides from every threat, their deepest points and routes
+    /// there; a summary or JSON, GeoJSON and a picture.
+    CoverRegions {
+        #[command(flatten)]
+        scene: SceneArgs,
+        #[command(flatten)]
+        args: regions_cmd::Args,
+    },
 }
 
 fn main() -> ExitCode {
@@ -207,6 +217,7 @@ fn run(cli: Cli) -> AnyResult<()> {
         Command::Viewshed { scene, args } => viewshed_cmd::command(&scene, &args),
         Command::Cover { scene, args } => cover_cmd::command(&scene, &args),
         Command::CoverField { scene, args } => cover_cmd::field_command(&scene, &args),
+        Command::CoverRegions { scene, args } => regions_cmd::command(&scene, &args),
         Command::Precompute { scene, nav, args } => {
             tables_cmd::precompute_command(&scene, &nav, &args)
         }
