@@ -3,8 +3,11 @@
 //! `SensorGridParams::standard`): the latency of one query and the throughput of a batch of
 //! 1,000, on `village` and `dungeon.obj`, on our CPU backend and our GPU backend (one shared
 //! headless device; on a machine without a GPU that is lavapipe, a CPU Vulkan driver); and the
-//! depth-map cover field around one agent on the GPU (`cover_field/<scene>/{gpu,gpu_pass}`),
-//! with the counters of one repeated call (uploads, buffers and textures created).
+//! depth-map cover field around one agent on the GPU (`cover_field/<scene>/{gpu,gpu_pass}`)
+//! and its ray-cast twin on the CPU backend (`cover_field/<scene>/cpu`), with the counters of
+//! one repeated call (uploads, buffers and textures created); and beside it, in the same run,
+//! the exact cover regions (Morgan's shadow volumes) for the same agent and 4 observers over
+//! the same 40 m square of 0.25 m cells (`regions/<scene>/{cpu,gpu}`).
 //!
 //! ```text
 //! WGPU_BACKEND=vulkan cargo bench --bench cover              # full run
@@ -37,9 +40,12 @@ use common::{dungeon, gpu_engine, ms};
 use criterion::{Criterion, Throughput};
 use glam::Vec3;
 use sightline::cover::dense::{self, DenseParams, DenseQuery};
-use sightline::cover::field::{cover_field, field_ground, CoverFieldParams, CoverFieldPass};
+use sightline::cover::field::{
+    cover_field, cover_field_ray_cast, field_ground, CoverFieldParams, CoverFieldPass,
+};
+use sightline::cover::regions::{cover_regions, cover_regions_ray_cast, RegionParams};
 use sightline::cover::sensor_grid::{find_cover, CoverAnswer, CoverQuery, SensorGridParams};
-use sightline::cover::Agent;
+use sightline::cover::{Agent, Posture};
 use sightline::scene::procedural;
 use sightline::trace::SplitMix64;
 use sightline::{Engine, Mask, MaterialFlags, Ray, Scene};
@@ -498,8 +504,22 @@ fn cover_fields(c: &mut Criterion, cases: &[Case], gpu: Option<&Engine>) {
             tracer.queue().submit([encoder.finish()]);
             pass.read(tracer).unwrap()
         };
+        let cpu = Engine::cpu();
+        let twin = || {
+            let f = cover_field_ray_cast(
+                &cpu,
+                scene,
+                agent.position,
+                agent,
+                &q.observers,
+                q.mask,
+                &params,
+            );
+            f.unwrap()
+        };
         let mut g = c.benchmark_group(format!("cover_field/{}", case.name));
         g.throughput(Throughput::Elements(ground.points().len() as u64));
+        g.bench_function("cpu", |b| b.iter(|| black_box(twin())));
         g.bench_function("gpu", |b| b.iter(|| black_box(call())));
         g.bench_function("gpu_pass", |b| b.iter(|| black_box(pass())));
         g.finish();
@@ -519,6 +539,86 @@ fn cover_fields(c: &mut Criterion, cases: &[Case], gpu: Option<&Engine>) {
                 after.since(&before).staging_writes,
             );
         }
+    }
+}
+
+/// Exact cover regions (`RegionParams::standard`: the cover field's 40 m square of 0.25 m
+/// cells, three postures of three samples each) around each case's first agent, hiding from
+/// its 4 observers: `cpu` the ray-cast twin on the CPU backend, `gpu` the shadow-volume pass
+/// (the ground search, the erosion, outlines and routes included in both). The regions found,
+/// the GPU's counters of one more call and the cells it left to ray casts go to stderr.
+fn regions(c: &mut Criterion, cases: &[Case], gpu: Option<&Engine>) {
+    let params = RegionParams::standard();
+    let cpu = Engine::cpu();
+    for case in cases {
+        let q = &case.queries[0];
+        let (agent, scene) = (&q.agent, &case.scene);
+        let twin = || {
+            let r = cover_regions_ray_cast(
+                &cpu,
+                scene,
+                agent.position,
+                agent,
+                &q.observers,
+                q.mask,
+                &params,
+            );
+            r.unwrap()
+        };
+        let shadow = |e: &Engine| {
+            cover_regions(
+                e,
+                scene,
+                agent.position,
+                agent,
+                &q.observers,
+                q.mask,
+                &params,
+            )
+            .unwrap()
+        };
+        let exact = twin();
+        let mut g = c.benchmark_group(format!("regions/{}", case.name));
+        g.throughput(Throughput::Elements(exact.cover.len() as u64));
+        g.bench_function("cpu", |b| b.iter(|| black_box(twin())));
+        if let Some(gpu) = gpu {
+            g.bench_function("gpu", |b| b.iter(|| black_box(shadow(gpu))));
+        }
+        g.finish();
+        let area = |p| {
+            exact
+                .regions
+                .iter()
+                .filter(|r| r.posture == p)
+                .map(|r| r.area)
+                .sum::<f64>()
+        };
+        eprintln!(
+            "regions/{}: {} cells, {} regions (prone {:.0} m2, crouching {:.0} m2, standing {:.0} m2)",
+            case.name,
+            exact.cover.len(),
+            exact.regions.len(),
+            area(Posture::Prone),
+            area(Posture::Crouching),
+            area(Posture::Standing),
+        );
+        let Some(gpu) = gpu else { continue };
+        let before = gpu.counters().operation("cover_regions");
+        let r = shadow(gpu);
+        let after = gpu.counters().operation("cover_regions");
+        let differ = r
+            .cover
+            .iter()
+            .zip(&exact.cover)
+            .filter(|(a, b)| a != b)
+            .count();
+        eprintln!(
+            "regions/{}/gpu: one repeated call: {}; {} cells left to ray casts; {differ} cells \
+             differ from the CPU twin",
+            case.name,
+            after.since(&before),
+            r.rechecked,
+        );
     }
 }
 
@@ -549,5 +649,6 @@ fn main() {
     dense_search(&mut c, &cases, gpu.as_ref());
     sensor_grid(&mut c, &cases, gpu.as_ref());
     cover_fields(&mut c, &cases, gpu.as_ref());
+    regions(&mut c, &cases, gpu.as_ref());
     c.final_summary();
 }

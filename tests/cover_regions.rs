@@ -193,7 +193,7 @@ fn classification_equals_ray_casts_at_random_points() {
         lift: 0.0,
         posture: Posture::Prone,
     }];
-    let mut rng = Rng(0x5eed_0f_c0_7e);
+    let mut rng = Rng(0x005e_ed0f_c07e);
     for (name, scene) in &scenes {
         let grid = random_points(scene, 317, &mut rng);
         for d in [1.0, 30.0, 1.0e5].map(|d| d * rng.range(1.0, 3.0)) {

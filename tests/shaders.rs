@@ -341,3 +341,46 @@ fn los_table_struct_matches_its_rust_twin() {
         "offset of LosInput.data"
     );
 }
+
+#[test]
+fn shadow_volume_structs_match_their_rust_twins() {
+    use sightline::cover::regions::{Frame, Reduce, Tile};
+    let check = |file: &str, name: &str, size: usize, fields: &[(&str, usize)]| {
+        let (s, offsets) = struct_layout(file, name);
+        assert_eq!(s, size, "size of {name} in {file}.wgsl");
+        assert_eq!(
+            offsets.len(),
+            fields.len(),
+            "{name} in {file}.wgsl has other fields"
+        );
+        for (f, o) in fields {
+            assert_eq!(offsets[*f], *o, "offset of {name}.{f} in {file}.wgsl");
+        }
+    };
+    let frame = [
+        ("anchor", offset_of!(Frame, anchor)),
+        ("origin", offset_of!(Frame, origin)),
+        ("cell", offset_of!(Frame, cell)),
+        ("side", offset_of!(Frame, side)),
+        ("y_top", offset_of!(Frame, y_top)),
+        ("y_span", offset_of!(Frame, y_span)),
+        ("postures", offset_of!(Frame, postures)),
+        ("cells", offset_of!(Frame, cells)),
+    ];
+    check("shadow_volumes", "Frame", size_of::<Frame>(), &frame);
+    let tile = [
+        ("light", offset_of!(Tile, light)),
+        ("lift", offset_of!(Tile, lift)),
+        ("bit", offset_of!(Tile, bit)),
+        ("pad0", offset_of!(Tile, pad)),
+        ("pad1", offset_of!(Tile, pad) + 4),
+    ];
+    check("shadow_volumes", "Tile", size_of::<Tile>(), &tile);
+    let reduce = [
+        ("cells", offset_of!(Reduce, cells)),
+        ("postures", offset_of!(Reduce, postures)),
+        ("side", offset_of!(Reduce, side)),
+        ("pad", offset_of!(Reduce, pad)),
+    ];
+    check("shadow_reduce", "Reduce", size_of::<Reduce>(), &reduce);
+}

@@ -168,7 +168,7 @@ fn check_counts(words: &[u32], cells: usize, asked: u8) -> Result<()> {
 
 /// An error when a kept tier, the casters or the heights would not fit one storage binding.
 fn check_sizes(tracer: &GpuTracer, scene: &Scene, job: &Job) -> Result<()> {
-    let max = u64::from(tracer.device().limits().max_storage_buffer_binding_size);
+    let max = tracer.device().limits().max_storage_buffer_binding_size;
     let triangles = scene.tiers().map(|t| {
         t.triangles
             .iter()
@@ -418,7 +418,7 @@ impl Call {
         if !casters.is_empty() {
             pass.set_pipeline(&kit.volume);
             pass.draw(0..24, casters.clone());
-            if k % job.samples.len() == 0 {
+            if k.is_multiple_of(job.samples.len()) {
                 // The volumes are the same for every sample of a threat: flag once.
                 pass.set_pipeline(&kit.flag);
                 pass.draw(0..24, casters);
