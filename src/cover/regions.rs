@@ -10,13 +10,18 @@
 //!
 //! - **Classification** ([`shadow_bits`]): per cell of a top-down grid, sample points above the
 //!   ground (each posture's head and two body samples, [`SAMPLE_FRACTIONS`]) are in cover when
-//!   every threat's shadow holds every one of them. On the GPU one render pass draws a tile per
-//!   (threat, sample) in a depth-stencil atlas: the tile's depth is primed with the sample
-//!   points, the casters' volumes are counted depth-fail on an orthographic view from above
-//!   (exact at each cell's centre at any threat distance: no depth map, no texel footprint),
-//!   and where the stencil stays 0 the sample is lit; one compute dispatch reduces the tiles to
-//!   four bits a cell, the only data read back. CPU twin ([`shadow_bits_ray_cast`]): exact ray
-//!   casts from each threat to the same sample points against the same casters.
+//!   every threat's shadow holds every one of them. On the GPU one render pass per (threat,
+//!   sample) over a depth-stencil target of one pixel per cell: the depth is primed with the
+//!   sample points, the casters' volumes are counted depth-fail on an orthographic view from
+//!   above (exact at each cell's centre at any threat distance: no depth map, no texel
+//!   footprint), and where the stencil stays 0 the sample is lit; one compute dispatch reduces
+//!   the passes to four bits a cell, the only data read back (one submission, one wait). The
+//!   count is kept modulo 256 (an 8-bit stencil): a segment crossing exactly 256 casters reads
+//!   as lit. Cells under a volume face steeper than the depth can resolve are flagged by the
+//!   pass and ray-cast on the CPU ([`CoverRegions::rechecked`]); outside [`GPU_BAND_CELLS`] of
+//!   a cell around a shadow's edge the answer equals the ray casts'. CPU twin
+//!   ([`shadow_bits_ray_cast`]): exact ray casts from each threat to the same sample points
+//!   against the same casters.
 //! - **Regions** ([`cover_regions`]): per posture the cover cells are eroded by the agent's
 //!   radius (a cell stays when every cell centre within the radius is cover, so the body fits
 //!   however many small shadows make up the region), split into 4-connected regions, and each

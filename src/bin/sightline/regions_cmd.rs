@@ -10,7 +10,7 @@ use image::Rgb;
 use serde_json::{json, Value};
 use sightline::cover::regions::{cover_regions, CoverRegions, Region, RegionParams, Route};
 use sightline::cover::{Agent, Posture};
-use sightline::{Backend, Engine, Scene};
+use sightline::{Engine, Scene};
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
@@ -99,7 +99,7 @@ pub fn command(scene: &SceneArgs, a: &Args) -> AnyResult<()> {
         let doc = crate::stats::with_counters(to_json(a, &agent, &r));
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        summary(e, a, &r);
+        summary(a, &r);
     }
     if let Some(path) = &a.geojson {
         let doc = geojson(a, &scene.scene, &r);
@@ -118,11 +118,14 @@ fn fmt(p: Vec3) -> String {
 }
 
 /// Which classification ran, in words.
-fn backend(engine: &Engine, r: &CoverRegions) -> &'static str {
-    match (r.gpu, engine.backend()) {
-        (true, _) => "GPU (shadow volumes in a stencil)",
-        (false, Backend::Gpu) => "CPU twin (ray casts: the adapter lacks DEPTH_CLIP_CONTROL)",
-        (false, Backend::Cpu) => "CPU twin (ray casts)",
+fn backend(r: &CoverRegions) -> String {
+    if r.gpu {
+        format!(
+            "GPU (shadow volumes in a stencil; {} cells under steep faces ray-cast)",
+            r.rechecked
+        )
+    } else {
+        "CPU twin (ray casts)".into()
     }
 }
 
@@ -145,7 +148,7 @@ fn warn_start(center: Vec3, r: &CoverRegions) {
 
 /// The regions as text: the grid and backend, then per posture asked the counts, areas and
 /// the biggest [`LISTED`] regions.
-fn summary(engine: &Engine, a: &Args, r: &CoverRegions) {
+fn summary(a: &Args, r: &CoverRegions) {
     let g = &r.grid;
     println!(
         "cover regions around {} against {} threat(s), mask {}: {} x {} cells of {} m; {} in {:.3} s",
@@ -155,7 +158,7 @@ fn summary(engine: &Engine, a: &Args, r: &CoverRegions) {
         g.side,
         g.side,
         g.cell,
-        backend(engine, r),
+        backend(r),
         r.elapsed.as_secs_f64()
     );
     for p in Posture::ALL.into_iter().filter(|&p| a.asks(p)) {
@@ -242,6 +245,7 @@ fn to_json(a: &Args, agent: &Agent, r: &CoverRegions) -> Value {
         "postures": postures,
         "agent_radius": agent.radius,
         "gpu": r.gpu,
+        "rechecked_cells": r.rechecked,
         "seconds": r.elapsed.as_secs_f64(),
         "cell": r.grid.cell,
         "size": a.size,
