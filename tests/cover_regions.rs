@@ -694,93 +694,45 @@ fn depth_map_field_against_exact_regions_by_distance() {
 fn bad_input_is_an_error() {
     let scene = wall_scene(1.0, 1.5);
     let engine = Engine::cpu();
-    let agent = soldier();
     let ok = [Vec3::new(0.0, 2.0, -5.0)];
-    let run = |agent: &Agent, threats: &[Vec3], p: RegionParams| {
-        cover_regions(
-            &engine,
-            &scene,
-            Vec3::new(0.0, 0.0, 2.0),
-            agent,
-            threats,
-            Mask::SIGHT,
-            &p,
-        )
-        .err()
-        .map(|e| e.to_string())
+    let center = Vec3::new(0.0, 0.0, 2.0);
+    let run = |agent: Agent, threats: &[Vec3], p: RegionParams| {
+        let r = cover_regions(&engine, &scene, center, &agent, threats, Mask::SIGHT, &p);
+        r.err().map(|e| e.to_string())
     };
-    let std = RegionParams::standard;
+    let with = |f: fn(&mut RegionParams)| {
+        let mut p = RegionParams::standard();
+        f(&mut p);
+        run(soldier(), &ok, p)
+    };
+    let (std, nan) = (RegionParams::standard(), Vec3::new(f32::NAN, 0.0, 0.0));
+    let thin = Agent {
+        radius: -0.1,
+        ..soldier()
+    };
     let cases: Vec<(&str, Option<String>)> = vec![
-        (
-            "NaN threat",
-            run(&agent, &[Vec3::new(f32::NAN, 0.0, 0.0)], std()),
-        ),
-        (
-            "no posture",
-            run(
-                &agent,
-                &ok,
-                RegionParams {
-                    postures: [false; 3],
-                    ..std()
-                },
-            ),
-        ),
-        (
-            "zero cell",
-            run(&agent, &ok, RegionParams { cell: 0.0, ..std() }),
-        ),
-        (
-            "huge area",
-            run(
-                &agent,
-                &ok,
-                RegionParams {
-                    size: 1.0e5,
-                    ..std()
-                },
-            ),
-        ),
-        (
-            "negative step",
-            run(
-                &agent,
-                &ok,
-                RegionParams {
-                    max_step: -1.0,
-                    ..std()
-                },
-            ),
-        ),
-        (
-            "NaN weight",
-            run(
-                &agent,
-                &ok,
-                RegionParams {
-                    exposure_weight: f64::NAN,
-                    ..std()
-                },
-            ),
-        ),
-        (
-            "negative radius",
-            run(
-                &Agent {
-                    radius: -0.1,
-                    ..agent
-                },
-                &ok,
-                std(),
-            ),
-        ),
-        ("too many threats", run(&agent, &vec![ok[0]; 2000], std())),
+        ("NaN threat", run(soldier(), &[nan], std)),
+        ("too many threats", run(soldier(), &vec![ok[0]; 2000], std)),
+        ("negative radius", run(thin, &ok, std)),
+        ("no posture", with(|p| p.postures = [false; 3])),
+        ("zero cell", with(|p| p.cell = 0.0)),
+        ("huge area", with(|p| p.size = 1.0e5)),
+        ("negative step", with(|p| p.max_step = -1.0)),
+        ("NaN weight", with(|p| p.exposure_weight = f64::NAN)),
     ];
     for (what, err) in cases {
         let err = err.unwrap_or_else(|| panic!("{what}: accepted"));
         eprintln!("{what}: {err}");
         assert!(err.len() > 20, "{what}: {err}");
     }
+}
+
+/// A sample grid whose heights do not match its side, an infinite height or a NaN lift is an
+/// error, never a panic.
+#[test]
+fn bad_sample_grid_is_an_error() {
+    let scene = wall_scene(1.0, 1.5);
+    let ok = [Vec3::new(0.0, 2.0, -5.0)];
     let grid = SampleGrid {
         origin: Vec2::ZERO,
         cell: 0.5,

@@ -281,21 +281,23 @@ fn cover_field_structs_match_their_rust_twins() {
     }
 }
 
+/// Struct `name` in `file`.wgsl is `size` bytes with exactly `fields` at their offsets.
+fn check(file: &str, name: &str, size: usize, fields: &[(&str, usize)]) {
+    let (s, offsets) = struct_layout(file, name);
+    assert_eq!(s, size, "size of {name} in {file}.wgsl");
+    assert_eq!(
+        offsets.len(),
+        fields.len(),
+        "{name} in {file}.wgsl has other fields"
+    );
+    for (f, o) in fields {
+        assert_eq!(offsets[*f], *o, "offset of {name}.{f} in {file}.wgsl");
+    }
+}
+
 #[test]
 fn intervis_structs_match_their_rust_twins() {
     use sightline::intervis::measure::{Light, Tile};
-    let check = |file: &str, name: &str, size: usize, fields: &[(&str, usize)]| {
-        let (s, offsets) = struct_layout(file, name);
-        assert_eq!(s, size, "size of {name} in {file}.wgsl");
-        assert_eq!(
-            offsets.len(),
-            fields.len(),
-            "{name} in {file}.wgsl has other fields"
-        );
-        for (f, o) in fields {
-            assert_eq!(offsets[*f], *o, "offset of {name}.{f} in {file}.wgsl");
-        }
-    };
     let light = [
         ("sun", offset_of!(Light, sun)),
         ("sky", offset_of!(Light, sky)),
@@ -345,18 +347,6 @@ fn los_table_struct_matches_its_rust_twin() {
 #[test]
 fn shadow_volume_structs_match_their_rust_twins() {
     use sightline::cover::regions::{Frame, Reduce, Tile};
-    let check = |file: &str, name: &str, size: usize, fields: &[(&str, usize)]| {
-        let (s, offsets) = struct_layout(file, name);
-        assert_eq!(s, size, "size of {name} in {file}.wgsl");
-        assert_eq!(
-            offsets.len(),
-            fields.len(),
-            "{name} in {file}.wgsl has other fields"
-        );
-        for (f, o) in fields {
-            assert_eq!(offsets[*f], *o, "offset of {name}.{f} in {file}.wgsl");
-        }
-    };
     let frame = [
         ("anchor", offset_of!(Frame, anchor)),
         ("origin", offset_of!(Frame, origin)),

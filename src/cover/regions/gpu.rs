@@ -252,6 +252,19 @@ impl Uploads {
     }
 }
 
+/// A buffer of `bytes` (at least 16) the GPU fills.
+fn blank(tracer: &GpuTracer, label: &str, bytes: u64, usage: wgpu::BufferUsages) -> wgpu::Buffer {
+    tracer.create_buffer(
+        OP,
+        &wgpu::BufferDescriptor {
+            label: Some(label),
+            size: bytes.max(16),
+            usage,
+            mapped_at_creation: false,
+        },
+    )
+}
+
 fn bind(
     tracer: &GpuTracer,
     layout: &wgpu::BindGroupLayout,
@@ -298,17 +311,7 @@ impl Call {
         let stride = align.max(size_of::<Tile>() as u64);
         let up = Uploads::new(tracer, job, span, stride);
         let words = (job.grid.heights.len() as u32).div_ceil(8);
-        let blank = |label, bytes: u64, usage| {
-            tracer.create_buffer(
-                OP,
-                &wgpu::BufferDescriptor {
-                    label: Some(label),
-                    size: bytes.max(16),
-                    usage,
-                    mapped_at_creation: false,
-                },
-            )
-        };
+        let blank = |label, bytes, usage| blank(tracer, label, bytes, usage);
         let out = wgpu::BufferUsages::STORAGE
             | wgpu::BufferUsages::COPY_SRC
             | wgpu::BufferUsages::COPY_DST;

@@ -29,8 +29,6 @@ struct Stage {
 
 impl Kit {
     pub fn new(device: &wgpu::Device) -> Kit {
-        use wgpu::CompareFunction::{Always, Equal, Less};
-        use wgpu::StencilOperation::{DecrementWrap, IncrementWrap, Keep};
         let render_layout = render_layout(device);
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("shadow_volumes"),
@@ -43,67 +41,8 @@ impl Kit {
             bind_group_layouts: &[Some(&render_layout)],
             immediate_size: 0,
         });
-        let pipeline = |s: Stage| render_pipeline(device, &module, &layout, s);
-        let prime = pipeline(Stage {
-            label: "shadow prime",
-            vertex: "shadow_volumes_tile",
-            fragment: "shadow_volumes_prime",
-            writes: wgpu::ColorWrites::empty(),
-            compare: Always,
-            write: true,
-            stencil: Default::default(),
-        });
-        // Depth-fail: a volume face behind the sample point counts +1 or -1 by its facing.
-        let face = |depth_fail_op| wgpu::StencilFaceState {
-            compare: Always,
-            fail_op: Keep,
-            depth_fail_op,
-            pass_op: Keep,
-        };
-        let volume = pipeline(Stage {
-            label: "shadow volumes",
-            vertex: "shadow_volumes_volume",
-            fragment: "shadow_volumes_count",
-            writes: wgpu::ColorWrites::empty(),
-            compare: Less,
-            write: false,
-            stencil: wgpu::StencilState {
-                front: face(DecrementWrap),
-                back: face(IncrementWrap),
-                read_mask: 0xff,
-                write_mask: 0xff,
-            },
-        });
-        // The volumes again, untested: steep faces flag their pixels in alpha.
-        let flag = pipeline(Stage {
-            label: "shadow flag",
-            vertex: "shadow_volumes_volume",
-            fragment: "shadow_volumes_flag",
-            writes: wgpu::ColorWrites::ALPHA,
-            compare: Always,
-            write: false,
-            stencil: Default::default(),
-        });
-        let lit = wgpu::StencilFaceState {
-            compare: Equal,
-            fail_op: Keep,
-            depth_fail_op: Keep,
-            pass_op: Keep,
-        };
-        let resolve = pipeline(Stage {
-            label: "shadow resolve",
-            vertex: "shadow_volumes_tile",
-            fragment: "shadow_volumes_resolve",
-            writes: wgpu::ColorWrites::COLOR,
-            compare: Always,
-            write: false,
-            stencil: wgpu::StencilState {
-                front: lit,
-                back: lit,
-                read_mask: 0xff,
-                write_mask: 0,
-            },
-        });
+        let [prime, volume, flag, resolve] =
+            stages().map(|s| render_pipeline(device, &module, &layout, s));
         let (reduce_layout, reduce) = reduce_pipeline(device);
         Kit {
             render_layout,
@@ -115,6 +54,74 @@ impl Kit {
             reduce,
         }
     }
+}
+
+/// The render stages: prime, volume, flag, resolve.
+fn stages() -> [Stage; 4] {
+    use wgpu::CompareFunction::{Always, Equal, Less};
+    use wgpu::StencilOperation::{DecrementWrap, IncrementWrap, Keep};
+    let prime = Stage {
+        label: "shadow prime",
+        vertex: "shadow_volumes_tile",
+        fragment: "shadow_volumes_prime",
+        writes: wgpu::ColorWrites::empty(),
+        compare: Always,
+        write: true,
+        stencil: Default::default(),
+    };
+    // Depth-fail: a volume face behind the sample point counts +1 or -1 by its facing.
+    let face = |depth_fail_op| wgpu::StencilFaceState {
+        compare: Always,
+        fail_op: Keep,
+        depth_fail_op,
+        pass_op: Keep,
+    };
+    let volume = Stage {
+        label: "shadow volumes",
+        vertex: "shadow_volumes_volume",
+        fragment: "shadow_volumes_count",
+        writes: wgpu::ColorWrites::empty(),
+        compare: Less,
+        write: false,
+        stencil: wgpu::StencilState {
+            front: face(DecrementWrap),
+            back: face(IncrementWrap),
+            read_mask: 0xff,
+            write_mask: 0xff,
+        },
+    };
+    // The volumes again, untested: steep faces flag their pixels in alpha.
+    let flag = Stage {
+        label: "shadow flag",
+        vertex: "shadow_volumes_volume",
+        fragment: "shadow_volumes_flag",
+        writes: wgpu::ColorWrites::ALPHA,
+        compare: Always,
+        write: false,
+        stencil: Default::default(),
+    };
+    // Drawn where the stencil is still 0: the sample is lit.
+    let lit = wgpu::StencilFaceState {
+        compare: Equal,
+        fail_op: Keep,
+        depth_fail_op: Keep,
+        pass_op: Keep,
+    };
+    let resolve = Stage {
+        label: "shadow resolve",
+        vertex: "shadow_volumes_tile",
+        fragment: "shadow_volumes_resolve",
+        writes: wgpu::ColorWrites::COLOR,
+        compare: Always,
+        write: false,
+        stencil: wgpu::StencilState {
+            front: lit,
+            back: lit,
+            read_mask: 0xff,
+            write_mask: 0,
+        },
+    };
+    [prime, volume, flag, resolve]
 }
 
 fn entry(
