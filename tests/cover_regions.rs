@@ -727,6 +727,33 @@ fn bad_input_is_an_error() {
     }
 }
 
+/// More caster ids than one call may hold (threats times masked triangles) is an error before
+/// any list is built.
+#[test]
+fn too_many_casters_is_an_error() {
+    let mut mesh = Mesh::default();
+    for k in 0..75_000 {
+        let x = k as f32 * 0.01;
+        let [a, b] = [Vec3::new(x, 0.0, 0.0), Vec3::new(x, 1.0, 0.0)];
+        mesh.push_quad(a, a + Vec3::Z, b + Vec3::Z, b, scenes::SOLID);
+    }
+    let scene = Scene::from_mesh(mesh, scenes::materials()).unwrap();
+    let threats = vec![Vec3::new(1.0, 2.0, -5.0); 1000];
+    let grid = SampleGrid {
+        origin: Vec2::ZERO,
+        cell: 0.5,
+        side: 4,
+        heights: vec![0.0; 16],
+    };
+    let s = [Sample {
+        lift: 0.3,
+        posture: Posture::Prone,
+    }];
+    let err = shadow_bits_ray_cast(&scene, &grid, &s, &threats, Mask::SIGHT).unwrap_err();
+    eprintln!("{err}");
+    assert!(err.to_string().contains("split the threats"), "{err}");
+}
+
 /// A sample grid whose heights do not match its side, an infinite height or a NaN lift is an
 /// error, never a panic.
 #[test]

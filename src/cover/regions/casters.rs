@@ -15,6 +15,10 @@ pub(super) const MOVABLE: u32 = 1 << 31;
 /// Most tiles (threats times samples) one call draws.
 const MAX_TILES: usize = 1 << 16;
 
+/// Most caster ids one call may hold (threats times the triangles matching the mask, before
+/// culling): 512 MiB of ids.
+const MAX_CASTER_IDS: u64 = 1 << 27;
+
 /// Segments per occlusion batch of the CPU twin (bounds its memory on huge grids).
 const BATCH: usize = 1 << 22;
 
@@ -41,6 +45,7 @@ impl<'a> Job<'a> {
         mask: Mask,
     ) -> Result<Job<'a>> {
         validate(grid, samples, threats)?;
+        bound_casters(scene, threats.len(), mask)?;
         let max_lift = samples.iter().map(|s| s.lift).fold(0.0, f32::max);
         let (lo, hi) = grid
             .heights
@@ -77,6 +82,30 @@ impl<'a> Job<'a> {
     pub fn asked(&self) -> u8 {
         self.samples.iter().fold(0, |b, s| b | 1 << s.posture as u8)
     }
+}
+
+/// An error before any caster list is built when `threats` times the scene's triangles that
+/// match `mask` could exceed [`MAX_CASTER_IDS`].
+fn bound_casters(scene: &Scene, threats: usize, mask: Mask) -> Result<()> {
+    let triangles: u64 = scene
+        .tiers()
+        .iter()
+        .map(|t| {
+            t.triangles
+                .iter()
+                .filter(|x| x.flags & mask.bits() != 0)
+                .count() as u64
+        })
+        .sum();
+    if threats as u64 * triangles > MAX_CASTER_IDS {
+        return Err(Error::TooLarge {
+            what: format!("{threats} threats x {triangles} triangles of casters"),
+            requested: threats as u64 * triangles,
+            limit: MAX_CASTER_IDS,
+            fix: "split the threats over several calls".into(),
+        });
+    }
+    Ok(())
 }
 
 fn validate(grid: &SampleGrid, samples: &[Sample], threats: &[Vec3]) -> Result<()> {
