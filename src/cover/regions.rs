@@ -28,7 +28,10 @@
 //!   is outlined as a polygon with holes on the ground (cell edges, world x and z), with its
 //!   area, the part reachable from the centre on the ground grid, the point deepest inside it
 //!   with its margin, and the route to that point that keeps to cover (a metre outside cover
-//!   costs `1 + exposure_weight` metres).
+//!   costs `1 + exposure_weight` metres). Routes run over the grid's ground: 8 neighbours,
+//!   steps of at most `max_step`, no corner cut past a cell without ground; the body's fit
+//!   along a route outside its region is not checked (the dense search's kept walk surface,
+//!   [`crate::cover::dense::Surface`], does that, at a cost a single call would not repay).
 //!
 //! The GPU path uses only core WebGPU features; an engine without a GPU answers with the CPU
 //! twin.
