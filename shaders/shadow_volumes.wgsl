@@ -142,13 +142,14 @@ fn shadow_volumes_volume(
 ) -> Volume {
     var corners = CORNERS;
     let id = casters[ii];
+    // The position from one call site, so a corner shared by two faces comes out with the
+    // same bits in both (a compiler may round the same expression differently where it is
+    // inlined twice); the slope needs no such care.
+    let p = corner(id, corners[vi]);
     let first = vi - vi % 3u;
     let p0 = corner(id, corners[first]);
-    let p1 = corner(id, corners[first + 1u]);
-    let p2 = corner(id, corners[first + 2u]);
-    let n = cross(p1 - p0, p2 - p0);
+    let n = cross(corner(id, corners[first + 1u]) - p0, corner(id, corners[first + 2u]) - p0);
     let steep = abs(n.y) * MAX_SLOPE < length(n.xz);
-    let p = select(select(p2, p1, vi % 3u == 1u), p0, vi % 3u == 0u);
     return Volume(to_clip(p), p.y, u32(steep));
 }
 
