@@ -35,7 +35,7 @@ struct Tile {
     light: vec4<f32>,
     // Height of this pass's sample points above the ground.
     lift: f32,
-    // The posture bit this pass's samples stand for.
+    // The bits of the postures this pass's samples stand for.
     bit: u32,
     pad0: u32,
     pad1: u32,
@@ -201,10 +201,10 @@ fn shadow_volumes_prime(@builtin(position) pos: vec4<f32>) -> @builtin(frag_dept
     return depth_of(h + tile.lift);
 }
 
-// Drawn where the stencil is 0: the sample is lit; its posture's channel is set.
+// Drawn where the stencil is 0: the sample is lit; its postures' channels are set.
 @fragment
 fn shadow_volumes_resolve() -> @location(0) vec4<f32> {
-    return vec4<f32>(vec3<f32>(vec3<u32>(tile.bit) == vec3<u32>(1u, 2u, 4u)), 0.0);
+    return vec4<f32>(vec3<f32>((vec3<u32>(tile.bit) & vec3<u32>(1u, 2u, 4u)) != vec3<u32>(0u)), 0.0);
 }
 
 // The volumes only count in the stencil, at the depth of their height.

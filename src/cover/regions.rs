@@ -9,9 +9,10 @@
 //! front face); a single-sided wall casts a shadow only to the side its back faces.
 //!
 //! - **Classification** ([`shadow_bits`]): per cell of a top-down grid, sample points above the
-//!   ground (each posture's head and two body samples, [`SAMPLE_FRACTIONS`]) are in cover when
+//!   ground (a foot sample [`FOOT`] above the ground and three more up to each posture's head,
+//!   [`posture_samples`]) are in cover when
 //!   every threat's shadow holds every one of them. On the GPU one render pass per (threat,
-//!   sample) over a depth-stencil target of one pixel per cell: the depth is primed with the
+//!   sample height; postures share the foot's) over a depth-stencil target of one pixel per cell: the depth is primed with the
 //!   sample points, the casters' volumes are counted depth-fail on an orthographic view from
 //!   above (exact at each cell's centre at any threat distance: no depth map, no texel
 //!   footprint), and where the stencil stays 0 the sample is lit; one compute dispatch reduces
@@ -23,8 +24,10 @@
 //!   ([`shadow_bits_ray_cast`]): exact ray casts from each threat to the same sample points
 //!   against the same casters.
 //! - **Regions** ([`cover_regions`]): per posture the cover cells are eroded by the agent's
-//!   radius (a cell stays when every cell centre within the radius is cover, so the body fits
-//!   however many small shadows make up the region), split into 4-connected regions, and each
+//!   radius (a cell stays when every cell whose square the body's disc could reach is cover:
+//!   every cell centre within the radius plus half a cell's diagonal, so the body fits
+//!   however many small shadows make up the region), split into 4-connected regions (those at
+//!   most two cells across everywhere are left out: [`CoverRegions::thin`]), and each
 //!   is outlined as a polygon with holes on the ground (cell edges, world x and z), with its
 //!   area, the part reachable from the centre on the ground grid, the point deepest inside it
 //!   with its margin, and the route to that point that keeps to cover (a metre outside cover
@@ -54,8 +57,13 @@ use crate::{Engine, Error, Result};
 use glam::{Vec2, Vec3};
 use std::time::{Duration, Instant};
 
-/// Heights of a posture's sample points as fractions of its head height: two body samples and
-/// the head, on the vertical through the cell's centre (the body's width is the erosion).
+/// Height of the lowest sample point above the ground, for every posture (metres): a body
+/// seen under a car or through a gap at the foot of a wall is not hidden.
+pub const FOOT: f32 = 0.1;
+
+/// Heights of a posture's sample points above [`FOOT`], as fractions of the rest of its head
+/// height: three on the vertical through the cell's centre, the last at the head (the body's
+/// width is the erosion).
 pub const SAMPLE_FRACTIONS: [f32; 3] = [1.0 / 3.0, 2.0 / 3.0, 1.0];
 
 /// Most threats one call takes.
@@ -151,17 +159,18 @@ pub struct Sample {
     pub posture: Posture,
 }
 
-/// The samples of `agent`'s postures marked in `postures`: [`SAMPLE_FRACTIONS`] of each head.
+/// The samples of `agent`'s postures marked in `postures`: [`FOOT`], then [`SAMPLE_FRACTIONS`]
+/// of the way from it to each head (a head below the foot samples at the head alone).
 #[must_use]
 pub fn posture_samples(agent: &Agent, postures: [bool; 3]) -> Vec<Sample> {
     Posture::ALL
         .into_iter()
         .filter(|&p| postures[p as usize])
         .flat_map(|posture| {
-            SAMPLE_FRACTIONS.map(|f| Sample {
-                lift: agent.head_height(posture) * f,
-                posture,
-            })
+            let head = agent.head_height(posture);
+            let foot = FOOT.min(head);
+            let above = SAMPLE_FRACTIONS.map(|f| foot + (head - foot) * f);
+            [foot, above[0], above[1], above[2]].map(|lift| Sample { lift, posture })
         })
         .collect()
 }
@@ -261,6 +270,9 @@ pub struct CoverRegions {
     pub cover: Vec<u8>,
     /// Every region of every posture asked, postures in order, regions by their lowest cell.
     pub regions: Vec<Region>,
+    /// Regions left out as thinner than the grid can vouch for: none of their cells lies more
+    /// than half a cell from their edge. Use a finer `cell` to see them.
+    pub thin: usize,
     /// Whether the classification ran on the GPU.
     pub gpu: bool,
     /// Cells the GPU pass flagged (under a volume face steeper than its depth can resolve)
@@ -320,7 +332,7 @@ fn regions_with(
     let samples = posture_samples(agent, params.postures);
     let on_gpu = !cpu && engine.gpu().is_some();
     let (cover, rechecked) = classify(engine, scene, &grid, &samples, threats, mask, cpu)?;
-    let regions = build::regions(&grid, &cover, center, agent, params);
+    let (regions, thin) = build::regions(&grid, &cover, center, agent, params);
     Ok(CoverRegions {
         center,
         grid,
@@ -328,6 +340,7 @@ fn regions_with(
         regions,
         gpu: on_gpu,
         rechecked,
+        thin,
         elapsed: start.elapsed(),
     })
 }

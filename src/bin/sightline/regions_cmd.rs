@@ -161,6 +161,12 @@ fn summary(a: &Args, r: &CoverRegions) {
         backend(r),
         r.elapsed.as_secs_f64()
     );
+    if r.thin > 0 {
+        println!(
+            "{} region(s) at most two cells across left out (a smaller --cell shows them)",
+            r.thin
+        );
+    }
     for p in Posture::ALL.into_iter().filter(|&p| a.asks(p)) {
         let mut list: Vec<(usize, &Region)> = r
             .regions
@@ -246,6 +252,7 @@ fn to_json(a: &Args, agent: &Agent, r: &CoverRegions) -> Value {
         "agent_radius": agent.radius,
         "gpu": r.gpu,
         "rechecked_cells": r.rechecked,
+        "thin_regions": r.thin,
         "seconds": r.elapsed.as_secs_f64(),
         "cell": r.grid.cell,
         "size": a.size,

@@ -26,6 +26,9 @@ const BATCH: usize = 1 << 22;
 pub(super) struct Job<'a> {
     pub grid: &'a SampleGrid,
     pub samples: &'a [Sample],
+    /// The distinct sample heights, in order of first use, each with the bits of the postures
+    /// it stands for: one GPU pass each per threat.
+    pub lifts: Vec<(f32, u32)>,
     pub threats: &'a [Vec3],
     pub mask: Mask,
     /// Per threat, caster ids: the index among its tier's triangles matching the mask (the
@@ -68,9 +71,21 @@ impl<'a> Job<'a> {
             }
             None => vec![Vec::new(); threats.len()],
         };
+        let mut lifts: Vec<(f32, u32)> = Vec::new();
+        for sample in samples {
+            let bit = 1 << sample.posture as u32;
+            match lifts
+                .iter_mut()
+                .find(|(l, _)| l.to_bits() == sample.lift.to_bits())
+            {
+                Some((_, bits)) => *bits |= bit,
+                None => lifts.push((sample.lift, bit)),
+            }
+        }
         Ok(Job {
             grid,
             samples,
+            lifts,
             threats,
             mask,
             casters,
@@ -256,7 +271,7 @@ pub(super) fn shadow_bits_of(scene: &Scene, job: &Job, cells: &[usize]) -> Vec<u
     let grid = job.grid;
     let mut exposed = vec![0u8; cells.len()];
     let tiers = masked(scene, job.mask);
-    let per_cell = job.samples.len();
+    let per_cell = job.lifts.len();
     for (&light, ids) in job.threats.iter().zip(&job.casters) {
         let tris: Vec<GpuTriangle> = ids
             .iter()
@@ -270,16 +285,16 @@ pub(super) fn shadow_bits_of(scene: &Scene, job: &Job, cells: &[usize]) -> Vec<u
                 .flat_map(|&i| {
                     let c = grid.centre(i);
                     let h = grid.heights[i];
-                    job.samples
+                    job.lifts
                         .iter()
-                        .map(move |s| Segment::new(light, Vec3::new(c.x, h + s.lift, c.y)))
+                        .map(move |&(lift, _)| Segment::new(light, Vec3::new(c.x, h + lift, c.y)))
                 })
                 .collect();
             let hit = crate::trace::cpu::occluded(&[&tier], &segments, u32::MAX);
             for k in 0..part.len() {
-                for (j, s) in job.samples.iter().enumerate() {
+                for (j, &(_, bits)) in job.lifts.iter().enumerate() {
                     if !hit.get(k * per_cell + j) {
-                        exposed[at * chunk + k] |= 1 << s.posture as u8;
+                        exposed[at * chunk + k] |= bits as u8;
                     }
                 }
             }

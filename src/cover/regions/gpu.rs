@@ -366,7 +366,7 @@ impl Call {
     /// Records every render pass, the reduction and the copy to the readback buffer.
     fn encode(&self, kit: &Kit, job: &Job, encoder: &mut wgpu::CommandEncoder) {
         encoder.clear_buffer(&self.stats, 0, None);
-        for k in 0..job.threats.len() * job.samples.len() {
+        for k in 0..job.threats.len() * job.lifts.len() {
             self.encode_pass(kit, job, k, encoder);
         }
         {
@@ -380,7 +380,7 @@ impl Call {
         encoder.copy_buffer_to_buffer(&self.stats, 0, &self.readback, bits, 16);
     }
 
-    /// Pass `k` (threat `k / samples`, sample `k % samples`): prime, volumes, resolve. The
+    /// Pass `k` (threat `k / lifts`, sample height `k % lifts`): prime, volumes, resolve. The
     /// first pass clears the exposed target; every pass clears depth and stencil.
     fn encode_pass(&self, kit: &Kit, job: &Job, k: usize, encoder: &mut wgpu::CommandEncoder) {
         let exposed_load = if k == 0 {
@@ -417,11 +417,11 @@ impl Call {
         pass.set_bind_group(0, &self.render, &[(k as u64 * self.stride) as u32]);
         pass.set_pipeline(&kit.prime);
         pass.draw(0..3, 0..1);
-        let casters = self.instances[k / job.samples.len()].clone();
+        let casters = self.instances[k / job.lifts.len()].clone();
         if !casters.is_empty() {
             pass.set_pipeline(&kit.volume);
             pass.draw(0..24, casters.clone());
-            if k.is_multiple_of(job.samples.len()) {
+            if k.is_multiple_of(job.lifts.len()) {
                 // The volumes are the same for every sample of a threat: flag once.
                 pass.set_pipeline(&kit.flag);
                 pass.draw(0..24, casters);
@@ -451,17 +451,17 @@ fn uniforms(job: &Job, span: (f32, f32), stride: u64) -> (Frame, Vec<u8>) {
         postures: u32::from(job.asked()),
         cells: grid.heights.len() as u32,
     };
-    let mut bytes = vec![0u8; job.threats.len() * job.samples.len() * stride as usize];
+    let mut bytes = vec![0u8; job.threats.len() * job.lifts.len() * stride as usize];
     for (t, threat) in job.threats.iter().enumerate() {
         let light = (threat.as_dvec3() - anchor).as_vec3();
-        for (s, sample) in job.samples.iter().enumerate() {
+        for (s, &(lift, bits)) in job.lifts.iter().enumerate() {
             let tile = Tile {
                 light: [light.x, light.y, light.z, 0.0],
-                lift: sample.lift,
-                bit: 1 << sample.posture as u32,
+                lift,
+                bit: bits,
                 pad: [0; 2],
             };
-            let at = (t * job.samples.len() + s) * stride as usize;
+            let at = (t * job.lifts.len() + s) * stride as usize;
             bytes[at..at + size_of::<Tile>()].copy_from_slice(bytemuck::bytes_of(&tile));
         }
     }
