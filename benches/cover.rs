@@ -590,17 +590,18 @@ fn regions(c: &mut Criterion, cases: &[Case], gpu: Option<&Engine>) {
                 .regions
                 .iter()
                 .filter(|r| r.posture == p)
-                .map(|r| r.area)
-                .sum::<f64>()
+                .fold(0.0, |sum, r| sum + r.area)
         };
         eprintln!(
-            "regions/{}: {} cells, {} regions (prone {:.0} m2, crouching {:.0} m2, standing {:.0} m2)",
+            "regions/{}: {} cells, {} regions (prone {:.0} m2, crouching {:.0} m2, standing {:.0} \
+             m2), {} thinner ones left out",
             case.name,
             exact.cover.len(),
             exact.regions.len(),
             area(Posture::Prone),
             area(Posture::Crouching),
             area(Posture::Standing),
+            exact.thin,
         );
         let Some(gpu) = gpu else { continue };
         let before = gpu.counters().operation("cover_regions");

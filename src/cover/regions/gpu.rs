@@ -1,11 +1,12 @@
 //! The shadow-volume pass on the GPU (shaders/shadow_volumes.wgsl, shaders/shadow_reduce.wgsl):
 //! one submission, one wait, four bits a cell read back.
 //!
-//! One render pass per (threat, sample) over a depth-stencil target of one pixel per cell:
-//! prime the depth with the sample points, draw the threat's casters' volumes (24 vertices an
-//! instance, built in the vertex shader from the kept triangles), and where the stencil stays
-//! 0 set the sample's posture channel in the `exposed` colour target (a maximum blend, so an
-//! OR over passes). One compute dispatch then packs the cover bits and counts cells per
+//! One render pass per (threat, sample height; postures share the foot's) over a depth-stencil
+//! target of one pixel per cell: prime the depth with the sample points, draw the threat's
+//! casters' volumes (24 vertices an instance, built in the vertex shader from the kept
+//! triangles; a second, untested draw per threat flags pixels under steep faces), and where
+//! the stencil stays 0 set the sample's postures' channels in the `exposed` colour target (a
+//! maximum blend, so an OR over passes). One compute dispatch then packs the cover bits and counts cells per
 //! posture. The scene's masked triangles stay on the GPU per tier revision and mask; per call
 //! only the casters' ids, the ground heights and a few uniforms are uploaded.
 
