@@ -832,6 +832,24 @@ fn bad_input_is_an_error() {
     }
 }
 
+/// A 4 x 4 grid of 0.5 m cells with `heights` heights at 0 (16 is right).
+fn small_grid(heights: usize) -> SampleGrid {
+    SampleGrid {
+        origin: Vec2::ZERO,
+        cell: 0.5,
+        side: 4,
+        heights: vec![0.0; heights],
+    }
+}
+
+/// One prone sample 0.3 m up.
+fn prone_sample() -> [Sample; 1] {
+    [Sample {
+        lift: 0.3,
+        posture: Posture::Prone,
+    }]
+}
+
 /// More caster ids than one call may hold (threats times masked triangles) is an error before
 /// any list is built.
 #[test]
@@ -844,16 +862,7 @@ fn too_many_casters_is_an_error() {
     }
     let scene = Scene::from_mesh(mesh, scenes::materials()).unwrap();
     let threats = vec![Vec3::new(1.0, 2.0, -5.0); 1000];
-    let grid = SampleGrid {
-        origin: Vec2::ZERO,
-        cell: 0.5,
-        side: 4,
-        heights: vec![0.0; 16],
-    };
-    let s = [Sample {
-        lift: 0.3,
-        posture: Posture::Prone,
-    }];
+    let (grid, s) = (small_grid(16), prone_sample());
     let err = shadow_bits_ray_cast(&scene, &grid, &s, &threats, Mask::SIGHT).unwrap_err();
     eprintln!("{err}");
     assert!(err.to_string().contains("split the threats"), "{err}");
@@ -865,16 +874,7 @@ fn too_many_casters_is_an_error() {
 fn bad_sample_grid_is_an_error() {
     let scene = wall_scene(1.0, 1.5);
     let ok = [Vec3::new(0.0, 2.0, -5.0)];
-    let grid = SampleGrid {
-        origin: Vec2::ZERO,
-        cell: 0.5,
-        side: 4,
-        heights: vec![0.0; 15],
-    };
-    let s = [Sample {
-        lift: 0.3,
-        posture: Posture::Prone,
-    }];
+    let (grid, s) = (small_grid(15), prone_sample());
     assert!(shadow_bits_ray_cast(&scene, &grid, &s, &ok, Mask::SIGHT).is_err());
     let grid = SampleGrid {
         heights: vec![f32::INFINITY; 16],
