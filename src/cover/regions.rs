@@ -187,10 +187,18 @@ pub fn shadow_bits(
     threats: &[Vec3],
     mask: Mask,
 ) -> Result<Vec<u8>> {
-    Ok(classify(engine, scene, grid, samples, threats, mask, false)?.0)
+    Ok(classify(engine, scene, grid, samples, threats, mask, false)?.bits)
 }
 
-/// The cover bits and how many cells the GPU pass left to exact ray casts (0 on the CPU).
+/// What [`classify`] found.
+struct Classified {
+    bits: Vec<u8>,
+    /// Cells the GPU pass left to exact ray casts (0 on the CPU).
+    rechecked: usize,
+    gpu: bool,
+}
+
+/// The cover bits, on the GPU when the engine has one and `cpu` is false.
 fn classify(
     engine: &Engine,
     scene: &Scene,
@@ -199,11 +207,18 @@ fn classify(
     threats: &[Vec3],
     mask: Mask,
     cpu: bool,
-) -> Result<(Vec<u8>, usize)> {
+) -> Result<Classified> {
     let job = casters::Job::new(scene, grid, samples, threats, mask)?;
     let tracer = match engine.gpu() {
         Some(t) if !cpu => t,
-        _ => return Ok((casters::shadow_bits_cpu(scene, &job), 0)),
+        _ => {
+            let bits = casters::shadow_bits_cpu(scene, &job);
+            return Ok(Classified {
+                bits,
+                rechecked: 0,
+                gpu: false,
+            });
+        }
     };
     let mut bits = gpu::shadow_bits(tracer, scene, &job)?;
     // Cells under a steep volume face (bit 3): the pass's height there is not to be trusted.
@@ -214,7 +229,11 @@ fn classify(
     {
         bits[i] = b;
     }
-    Ok((bits, flagged.len()))
+    Ok(Classified {
+        bits,
+        rechecked: flagged.len(),
+        gpu: true,
+    })
 }
 
 /// The CPU twin of [`shadow_bits`]: a segment from each threat to each sample point, traced
@@ -330,8 +349,11 @@ fn regions_with(
         heights: ground.heights().to_vec(),
     };
     let samples = posture_samples(agent, params.postures);
-    let on_gpu = !cpu && engine.gpu().is_some();
-    let (cover, rechecked) = classify(engine, scene, &grid, &samples, threats, mask, cpu)?;
+    let Classified {
+        bits: cover,
+        rechecked,
+        gpu: on_gpu,
+    } = classify(engine, scene, &grid, &samples, threats, mask, cpu)?;
     let (regions, thin) = build::regions(&grid, &cover, center, agent, params);
     Ok(CoverRegions {
         center,

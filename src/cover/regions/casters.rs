@@ -34,6 +34,8 @@ pub(super) struct Job<'a> {
     /// Per threat, caster ids: the index among its tier's triangles matching the mask (the
     /// order the GPU keeps them in), [`MOVABLE`] set for the movable tier.
     pub casters: Vec<Vec<u32>>,
+    /// Per tier, the triangles matching the mask.
+    pub masked: [u64; 2],
     /// Lowest ground and highest sample point (y); `None` when no cell has ground.
     pub span: Option<(f32, f32)>,
 }
@@ -48,7 +50,11 @@ impl<'a> Job<'a> {
         mask: Mask,
     ) -> Result<Job<'a>> {
         validate(grid, samples, threats)?;
-        bound_casters(scene, threats.len(), mask)?;
+        let masked = scene.tiers().map(|t| {
+            let hit = t.triangles.iter().filter(|x| x.flags & mask.bits() != 0);
+            hit.count() as u64
+        });
+        bound_casters(masked, threats.len())?;
         let max_lift = samples.iter().map(|s| s.lift).fold(0.0, f32::max);
         let (lo, hi) = grid
             .heights
@@ -86,6 +92,7 @@ impl<'a> Job<'a> {
             grid,
             samples,
             lifts,
+            masked,
             threats,
             mask,
             casters,
@@ -100,18 +107,9 @@ impl<'a> Job<'a> {
 }
 
 /// An error before any caster list is built when `threats` times the scene's triangles that
-/// match `mask` could exceed [`MAX_CASTER_IDS`].
-fn bound_casters(scene: &Scene, threats: usize, mask: Mask) -> Result<()> {
-    let triangles: u64 = scene
-        .tiers()
-        .iter()
-        .map(|t| {
-            t.triangles
-                .iter()
-                .filter(|x| x.flags & mask.bits() != 0)
-                .count() as u64
-        })
-        .sum();
+/// match the mask (`masked`, per tier) could exceed [`MAX_CASTER_IDS`].
+fn bound_casters(masked: [u64; 2], threats: usize) -> Result<()> {
+    let triangles = masked[0] + masked[1];
     if threats as u64 * triangles > MAX_CASTER_IDS {
         return Err(Error::TooLarge {
             what: format!("{threats} threats x {triangles} triangles of casters"),

@@ -107,7 +107,7 @@ pub(super) fn shadow_bits(tracer: &GpuTracer, scene: &Scene, job: &Job) -> Resul
     let Some(span) = job.span else {
         return Ok(vec![0; cells]);
     };
-    check_sizes(tracer, scene, job)?;
+    check_sizes(tracer, job)?;
     let resident = tracer.cached_pool(|_| Resident::default());
     let tiers = resident
         .tiers
@@ -168,14 +168,9 @@ fn check_counts(words: &[u32], cells: usize, asked: u8) -> Result<()> {
 }
 
 /// An error when a kept tier, the casters or the heights would not fit one storage binding.
-fn check_sizes(tracer: &GpuTracer, scene: &Scene, job: &Job) -> Result<()> {
+fn check_sizes(tracer: &GpuTracer, job: &Job) -> Result<()> {
     let max = tracer.device().limits().max_storage_buffer_binding_size;
-    let triangles = scene.tiers().map(|t| {
-        t.triangles
-            .iter()
-            .filter(|x| x.flags & job.mask.bits() != 0)
-            .count() as u64
-    });
+    let triangles = job.masked;
     let casters: u64 = job.casters.iter().map(|c| c.len() as u64).sum();
     let need = triangles[0].max(triangles[1]) * 36;
     if need > max || casters * 4 > max || job.grid.heights.len() as u64 * 4 > max {
