@@ -9,7 +9,7 @@ mod gpu;
 use glam::{Vec2, Vec3};
 use sightline::cover::Posture;
 use sightline::intervis::measure::{
-    humanoid, measure, measure_ray_cast, IntervisPair, IntervisParams,
+    exposed_ray_cast, humanoid, measure, measure_ray_cast, IntervisPair, IntervisParams,
 };
 use sightline::intervis::{IntervisPass, IntervisRecord};
 use sightline::scene::procedural;
@@ -468,6 +468,56 @@ fn agreement(g: &[IntervisRecord], c: &[IntervisRecord]) -> Agreement {
         }
     }
     out
+}
+
+/// The exposure-only count (scene traced on the target's pixels alone, up to the target)
+/// equals the twin's `exposed` for every pair, on `urban`'s seeded pairs (5-60 m) and on pairs
+/// 1-4 m apart (targets over the pixel budget, measured at a lower resolution), under both
+/// masks: hidden, partly and wholly visible targets all occur.
+#[test]
+fn exposed_pixels_alone_equal_the_twins_counts() {
+    let scene = procedural::urban(1, 1);
+    let engine = Engine::cpu();
+    let mut pairs = urban_pairs(&scene, 30, 20);
+    let near: Vec<IntervisPair> = pairs
+        .iter()
+        .step_by(7)
+        .map(|p| {
+            let d = (p.target - p.observer) * Vec3::new(1.0, 0.0, 1.0);
+            let target = p.observer + d.normalize_or(Vec3::X) * 2.5 - Vec3::Y * 1.7;
+            pair(p.observer, target, p.posture)
+        })
+        .collect();
+    pairs.extend(near);
+    for mask in [Mask::SIGHT, Mask::FIRE] {
+        let params = IntervisParams {
+            mask,
+            ..IntervisParams::default()
+        };
+        let twin = measure_ray_cast(&engine, &scene, &pairs, &params).unwrap();
+        let alone = exposed_ray_cast(&engine, &scene, &pairs, &params).unwrap();
+        let differ: Vec<usize> = (0..pairs.len())
+            .filter(|&i| alone[i] != twin[i].exposed)
+            .collect();
+        assert!(differ.is_empty(), "{mask:?}: pairs {differ:?} differ");
+        let hidden = twin
+            .iter()
+            .filter(|r| r.exposed == 0 && r.occluded > 0)
+            .count();
+        let partly = twin
+            .iter()
+            .filter(|r| r.exposed > 0 && r.occluded > 0)
+            .count();
+        let whole = twin
+            .iter()
+            .filter(|r| r.exposed > 0 && r.occluded == 0)
+            .count();
+        eprintln!(
+            "{mask:?}: {} pairs: {hidden} hidden, {partly} partly, {whole} wholly seen",
+            pairs.len()
+        );
+        assert!(hidden > 20 && partly > 20 && whole > 20);
+    }
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 use super::body::{body_points, BodyParams};
 use super::{Agent, Posture};
-use crate::intervis::measure::{measure_many, IntervisPair, IntervisParams};
+use crate::intervis::measure::{exposed_ray_cast, measure_many, IntervisPair, IntervisParams};
 use crate::intervis::IntervisRecord;
 use crate::scene::{Mask, Scene};
 use crate::trace::{Occlusion, Segment};
@@ -258,10 +258,20 @@ impl IntervisCalls {
 
     /// Per candidate, per observer: exposed pixels, from the calls' records.
     pub fn pixels(&self, records: Vec<Vec<IntervisRecord>>) -> Vec<Vec<u32>> {
+        self.exposed(
+            records
+                .into_iter()
+                .map(|r| r.iter().map(|r| r.exposed).collect())
+                .collect(),
+        )
+    }
+
+    /// Per candidate, per observer: exposed pixels, from each call's exposed pixels per pair.
+    fn exposed(&self, pixels: Vec<Vec<u32>>) -> Vec<Vec<u32>> {
         let mut out: Vec<Vec<u32>> = self.observers.iter().map(|&n| vec![0; n]).collect();
-        for (records, owner) in records.into_iter().zip(&self.owners) {
-            for (r, &(ci, oi)) in records.into_iter().zip(owner) {
-                out[ci][oi] = r.exposed;
+        for (pixels, owner) in pixels.into_iter().zip(&self.owners) {
+            for (n, &(ci, oi)) in pixels.into_iter().zip(owner) {
+                out[ci][oi] = n;
             }
         }
         out
@@ -269,12 +279,22 @@ impl IntervisCalls {
 }
 
 /// Per candidate, per observer: exposed pixels of the intervis humanoid (the agent's standing
-/// height, in the candidate's posture, facing the observer) under the candidate's mask.
+/// height, in the candidate's posture, facing the observer) under the candidate's mask. A GPU
+/// measures them in its stencil pass; the CPU counts them alone
+/// ([`crate::intervis::measure::exposed_ray_cast`], the same counts as its twin's records).
 pub fn intervis_exposure(
     engine: &Engine,
     scene: &Scene,
     candidates: &[Candidate],
 ) -> Result<Vec<Vec<u32>>> {
     let calls = IntervisCalls::new(candidates);
-    Ok(calls.pixels(measure_many(engine, scene, &calls.views())?))
+    if engine.gpu().is_some() {
+        return Ok(calls.pixels(measure_many(engine, scene, &calls.views())?));
+    }
+    let pixels = calls
+        .views()
+        .iter()
+        .map(|(pairs, params)| exposed_ray_cast(engine, scene, pairs, params))
+        .collect::<Result<_>>()?;
+    Ok(calls.exposed(pixels))
 }

@@ -45,7 +45,7 @@ pub(super) fn prefill(
         let last = (first + GATHER).min(queries.len());
         let reached: Vec<_> = (first..last)
             .into_par_iter()
-            .map(|qi| Local::new(qi, &queries[qi], params, shared, surface).reach(params, surface))
+            .map(|qi| Local::new(qi, &queries[qi], params, shared, surface).reach(params))
             .collect();
         for (qi, cells) in (first..).zip(reached) {
             if entries + cells.len() > MAX_ENTRIES {

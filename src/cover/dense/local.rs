@@ -2,15 +2,14 @@
 //! visibility, Dijkstra state): ground and fit from the walk surface, visibility from the
 //! batch's shared cache and from the waves.
 
+use super::queue::RadixHeap;
 use super::shared::{cell_key, Ask, Shared, VisKey, Wave, START_KEY};
-use super::surface::Surface;
+use super::surface::{Surface, Window};
 use super::{DenseAnswer, DenseChoice, DenseParams, DenseQuery, Explored};
 use crate::cover::field::CellCover;
 use crate::cover::verify::{Check, Rejection};
 use crate::cover::Posture;
 use glam::{Vec2, Vec3};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// `fit` of a cell not entered yet; else 0 = nothing fits, `1 + posture`.
 const FIT_UNKNOWN: u8 = 255;
@@ -101,7 +100,8 @@ impl Default for Cell {
 pub(super) struct Local {
     pub qi: usize,
     pub group: u32,
-    pub shape: u32,
+    /// The walk surface's tiles under the square.
+    window: Window,
     observers: Vec<Vec3>,
     /// The agent's standing height (a prone body's length follows it).
     height: f32,
@@ -116,7 +116,7 @@ pub(super) struct Local {
     round: u32,
     /// Cells with something in flight, filled from the caches after each wave.
     pending: Vec<u32>,
-    heap: BinaryHeap<(Reverse<u32>, u32)>,
+    heap: RadixHeap,
     candidates: Vec<(u32, Posture)>,
     turned_down: Vec<u32>,
     pub phase: Phase,
@@ -130,8 +130,8 @@ pub(super) struct Local {
 }
 
 /// Path lengths in the heap as 1e-4 m integers (exact ordering, no NaN).
-fn key(g: f32) -> Reverse<u32> {
-    Reverse((g * 1e4).round() as u32)
+fn key(g: f32) -> u32 {
+    (g * 1e4).round() as u32
 }
 
 const NEIGHBOURS: [(i32, i32); 8] = [
@@ -162,7 +162,7 @@ impl Local {
         let mut s = Local {
             qi,
             group: shared.group_of[qi],
-            shape: surface.shape_of(&q.agent),
+            window: surface.window(surface.shape_of(&q.agent), ci - r, cj - r, side),
             observers: q.observers.clone(),
             height: q.agent.height(),
             i0: ci - r,
@@ -174,7 +174,7 @@ impl Local {
             cells: vec![Cell::default(); n],
             round: 0,
             pending: Vec::new(),
-            heap: BinaryHeap::new(),
+            heap: RadixHeap::default(),
             candidates: Vec::new(),
             turned_down: Vec::new(),
             phase: Phase::Searching,
@@ -192,7 +192,7 @@ impl Local {
         s.cells[st].ground = a.y;
         s.cells[st].fit = 1 + Posture::Standing as u8;
         s.cells[st].g = 0.0;
-        s.heap.push((key(0.0), start));
+        s.heap.push(key(0.0), start);
         if q.observers.is_empty() {
             s.phase = Phase::Done;
             s.answer.choice = Some(DenseChoice {
@@ -232,29 +232,28 @@ impl Local {
         )
     }
 
-    fn in_radius(&self, idx: u32, p: &DenseParams) -> bool {
-        let (i, j) = self.cell_of(idx);
+    fn in_radius(&self, i: i32, j: i32, p: &DenseParams) -> bool {
         let c = Vec2::new((i as f32 + 0.5) * p.cell, (j as f32 + 0.5) * p.cell);
         c.distance_squared(Vec2::new(self.agent.x, self.agent.z)) <= p.radius * p.radius
     }
 
-    /// Whether the agent can enter `idx` from a cell at `from_y`: what fits there (`1 +
-    /// posture`), or `None`. The cell's floor is the one within a step of `from_y` nearest to
-    /// it; it is fixed when the search first reaches the cell (its first path length), so
-    /// looking ahead never changes which floor that is.
-    fn enter(&mut self, idx: u32, from_y: f32, p: &DenseParams, surface: &Surface) -> Option<u8> {
-        if !self.in_radius(idx, p) {
-            return None;
-        }
+    /// Whether the agent can enter cell `idx` (`(i, j)`) from a cell at `from_y`: what fits
+    /// there (`1 + posture`), or `None`. The cell's floor is the one within a step of `from_y`
+    /// nearest to it; it is fixed when the search first reaches the cell (its first path
+    /// length), so looking ahead never changes which floor that is.
+    fn enter(&mut self, idx: u32, (i, j): (i32, i32), from_y: f32, p: &DenseParams) -> Option<u8> {
         let k = idx as usize;
         let near = |y: f32| (y - from_y).abs() <= p.step_height;
         if self.cells[k].closed || self.cells[k].g.is_finite() {
             return (near(self.cells[k].ground) && self.cells[k].fit > 0)
                 .then_some(self.cells[k].fit);
         }
-        let (i, j) = self.cell_of(idx);
-        let best = surface
-            .floors(self.shape, i, j)
+        if !self.in_radius(i, j, p) {
+            return None;
+        }
+        let best = self
+            .window
+            .floors(i, j)
             .iter()
             .filter(|f| near(f.y))
             .min_by(|a, b| (a.y - from_y).abs().total_cmp(&(b.y - from_y).abs()))?;
@@ -330,7 +329,7 @@ impl Local {
     /// Whether a prone body lies clear at `idx` toward every observer: every cell under its
     /// length (sampled at half a cell) has a floor, within a step of the one before, where the
     /// prone disc fits. The walk surface answers it without a ray.
-    fn prone_lies(&self, idx: u32, p: &DenseParams, surface: &Surface) -> bool {
+    fn prone_lies(&self, idx: u32, p: &DenseParams) -> bool {
         let at = self.point(idx);
         let (back, front) = (
             crate::cover::body::PRONE_BACK * self.height,
@@ -349,8 +348,9 @@ impl Local {
                 (1..=n(reach)).all(|s| {
                     let q = Vec2::new(at.x, at.z) + d * (reach * s as f32 / n(reach) as f32);
                     let (i, j) = ((q.x / p.cell).floor() as i32, (q.y / p.cell).floor() as i32);
-                    let f = surface
-                        .floors(self.shape, i, j)
+                    let f = self
+                        .window
+                        .floors(i, j)
                         .iter()
                         .filter(|f| (f.y - y).abs() <= p.step_height && f.fit > 0)
                         .min_by(|a, b| (a.y - y).abs().total_cmp(&(b.y - y).abs()));
@@ -370,14 +370,7 @@ impl Local {
     /// Asks for the visibility the cells within one band of path length beyond `g` will need,
     /// so a wave carries a band rather than one ring: a flood fill from the open nodes over the
     /// cells the agent can enter.
-    fn prefetch(
-        &mut self,
-        g: f32,
-        p: &DenseParams,
-        shared: &Shared,
-        surface: &Surface,
-        wave: &mut Wave,
-    ) {
+    fn prefetch(&mut self, g: f32, p: &DenseParams, shared: &Shared, wave: &mut Wave) {
         self.round += 1;
         let limit = if self.eager {
             f32::INFINITY
@@ -387,9 +380,9 @@ impl Local {
         let mut queue: std::collections::VecDeque<(u32, f32)> = self
             .heap
             .iter()
-            .filter(|(Reverse(k), n)| {
-                let n = *n as usize;
-                !self.cells[n].closed && (*k as f32) / 1e4 <= limit && key(self.cells[n].g).0 == *k
+            .filter(|&&(k, n)| {
+                let n = n as usize;
+                !self.cells[n].closed && (k as f32) / 1e4 <= limit && key(self.cells[n].g) == k
             })
             .map(|&(_, n)| (n, self.cells[n as usize].g))
             .collect();
@@ -412,7 +405,7 @@ impl Local {
                     continue;
                 }
                 self.cells[v as usize].stamp = self.round;
-                if self.enter(v, y, p, surface).is_some() {
+                if self.enter(v, (i + di, j + dj), y, p).is_some() {
                     self.cells[v as usize].hint = self.hint_from(u);
                     queue.push_back((v, nd));
                 }
@@ -422,7 +415,7 @@ impl Local {
 
     /// Every cell the agent can reach within the radius, breadth first (nearest first, roughly
     /// by path length): its visibility key, ground point and fit. Visibility plays no part.
-    pub fn reach(mut self, p: &DenseParams, surface: &Surface) -> Vec<(VisKey, Vec3, u8)> {
+    pub fn reach(mut self, p: &DenseParams) -> Vec<(VisKey, Vec3, u8)> {
         let mut out = Vec::new();
         let mut queue = std::collections::VecDeque::from([self.start]);
         self.cells[self.start as usize].stamp = 1;
@@ -435,7 +428,8 @@ impl Local {
             let y = self.cells[u as usize].ground;
             for (di, dj) in NEIGHBOURS {
                 if let Some(v) = self.index(i + di, j + dj) {
-                    if self.cells[v as usize].stamp == 0 && self.enter(v, y, p, surface).is_some() {
+                    let at = (i + di, j + dj);
+                    if self.cells[v as usize].stamp == 0 && self.enter(v, at, y, p).is_some() {
                         self.cells[v as usize].stamp = 1;
                         queue.push_back(v);
                     }
@@ -463,25 +457,19 @@ impl Local {
     }
 
     /// Moves the search as far as what is known allows; what is missing goes into `wave`.
-    pub fn advance(
-        &mut self,
-        p: &DenseParams,
-        shared: &Shared,
-        surface: &Surface,
-        wave: &mut Wave,
-    ) {
+    pub fn advance(&mut self, p: &DenseParams, shared: &Shared, wave: &mut Wave) {
         loop {
             match self.phase {
                 Phase::Done => return,
                 Phase::Verifying { .. } => return,
                 Phase::Searching | Phase::Window { .. } => {}
             }
-            let Some(&(Reverse(gk), u)) = self.heap.peek() else {
+            let Some((gk, u)) = self.heap.peek() else {
                 self.conclude(p);
                 continue;
             };
             let uk = u as usize;
-            if self.cells[uk].closed || key(self.cells[uk].g).0 != gk {
+            if self.cells[uk].closed || key(self.cells[uk].g) != gk {
                 self.heap.pop();
                 continue;
             }
@@ -493,7 +481,7 @@ impl Local {
                 }
             }
             if self.vis_of(u, shared, wave).is_none() {
-                self.prefetch(g, p, shared, surface, wave);
+                self.prefetch(g, p, shared, wave);
                 return;
             }
             self.heap.pop();
@@ -501,7 +489,7 @@ impl Local {
             let vis = self.cells[uk].vis & !VIS_PENDING;
             let hidden = (!exposed(vis))
                 .then(|| Posture::ALL[(vis - VIS_HIDDEN) as usize])
-                .filter(|&h| h > Posture::Prone || self.prone_lies(u, p, surface));
+                .filter(|&h| h > Posture::Prone || self.prone_lies(u, p));
             self.answer.explored.push(Explored {
                 position: self.point(u),
                 path_length: g,
@@ -518,18 +506,18 @@ impl Local {
                 }
             }
             if self.walks_on(u) {
-                self.relax(u, p, surface);
+                self.relax(u, p);
             }
         }
     }
 
-    fn relax(&mut self, u: u32, p: &DenseParams, surface: &Surface) {
+    fn relax(&mut self, u: u32, p: &DenseParams) {
         let (i, j) = self.cell_of(u);
         let y = self.cells[u as usize].ground;
         let mut enterable = [None; 8];
         for (n, (di, dj)) in NEIGHBOURS.iter().enumerate() {
             if let Some(v) = self.index(i + di, j + dj) {
-                if self.enter(v, y, p, surface).is_some() {
+                if self.enter(v, (i + di, j + dj), y, p).is_some() {
                     enterable[n] = Some(v);
                 }
             }
@@ -554,7 +542,7 @@ impl Local {
                 self.cells[vk].g = ng;
                 self.cells[vk].parent = u;
                 self.cells[vk].hint = self.hint_from(u);
-                self.heap.push((key(ng), v));
+                self.heap.push(key(ng), v);
             }
         }
     }

@@ -30,6 +30,7 @@
 
 mod eager;
 mod local;
+mod queue;
 mod shared;
 mod surface;
 
@@ -330,14 +331,7 @@ impl Driver<'_> {
             .par_iter_mut()
             .map(|s| {
                 let mut w = Wave::default();
-                run(
-                    s,
-                    self.params,
-                    &self.shared,
-                    self.surface,
-                    &self.verdicts,
-                    &mut w,
-                );
+                run(s, self.params, &self.shared, &self.verdicts, &mut w);
                 w
             })
             .collect();
@@ -358,8 +352,8 @@ impl Driver<'_> {
             a.rays = self.rays[qi];
             return Outcome::Done(qi, a);
         }
-        let (p, sh, su, v) = (self.params, &self.shared, self.surface, &self.verdicts);
-        Outcome::Asks(candidates(s, p, sh, su, v, speculate))
+        let (p, sh, v) = (self.params, &self.shared, &self.verdicts);
+        Outcome::Asks(candidates(s, p, sh, v, speculate))
     }
 
     /// Runs the searches to their answers, tracing what they ask for in waves and measuring
@@ -416,16 +410,9 @@ impl Driver<'_> {
 
 /// Advances one search, applying known verdicts, until it is done, needs visibility (asked
 /// for in `wave`) or awaits an unknown verdict.
-fn run(
-    s: &mut Local,
-    params: &DenseParams,
-    shared: &Shared,
-    surface: &Surface,
-    verdicts: &Verdicts,
-    wave: &mut Wave,
-) {
+fn run(s: &mut Local, params: &DenseParams, shared: &Shared, verdicts: &Verdicts, wave: &mut Wave) {
     loop {
-        s.advance(params, shared, surface, wave);
+        s.advance(params, shared, wave);
         let Some((at, posture)) = s.pending_choice() else {
             return;
         };
@@ -442,7 +429,6 @@ fn candidates(
     s: Local,
     params: &DenseParams,
     shared: &Shared,
-    surface: &Surface,
     verdicts: &Verdicts,
     n: usize,
 ) -> Vec<(usize, Vec3, Posture)> {
@@ -455,7 +441,7 @@ fn candidates(
         out.push((s.qi, at, posture));
         s.verified(vec![u32::MAX], params);
         let mut scratch = Wave::default();
-        run(&mut s, params, shared, surface, verdicts, &mut scratch);
+        run(&mut s, params, shared, verdicts, &mut scratch);
         if !scratch.is_empty() {
             break;
         }

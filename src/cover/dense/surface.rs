@@ -20,6 +20,7 @@ use crate::trace::Segment;
 use crate::{Engine, Error, Mask, Result};
 use glam::{Affine3A, Vec2, Vec3};
 use rustc_hash::{FxHashMap, FxHashSet};
+use std::sync::Arc;
 
 /// Cells per tile side.
 pub const TILE: i32 = 64;
@@ -44,6 +45,37 @@ struct Tile {
     /// `floors[start[c]..start[c + 1]]` are cell `c`'s floors, top down.
     start: Vec<u32>,
     floors: Vec<Floor>,
+}
+
+impl Tile {
+    fn floors_of(&self, c: usize) -> &[Floor] {
+        &self.floors[self.start[c] as usize..self.start[c + 1] as usize]
+    }
+}
+
+/// The tiles under one search's square ([`Surface::window`]).
+#[derive(Clone, Default)]
+pub(super) struct Window {
+    ti0: i32,
+    tj0: i32,
+    w: i32,
+    /// Row by row; `None` where no tile is built.
+    tiles: Vec<Option<Arc<Tile>>>,
+}
+
+impl Window {
+    /// Floors of cell `(i, j)`, top down; none outside the window or where no tile is built.
+    pub fn floors(&self, i: i32, j: i32) -> &[Floor] {
+        let (ti, tj, c) = tile_of(i, j);
+        let (x, z) = (ti - self.ti0, tj - self.tj0);
+        if x < 0 || z < 0 || x >= self.w {
+            return &[];
+        }
+        match self.tiles.get((x + z * self.w) as usize) {
+            Some(Some(t)) => t.floors_of(c),
+            _ => &[],
+        }
+    }
 }
 
 /// A body's shape, exactly: its radius and head heights as bits.
@@ -93,7 +125,7 @@ pub struct Surface {
     movable_revision: u64,
     movable: Vec<Placed>,
     shapes: Vec<ShapeKey>,
-    tiles: FxHashMap<(u32, i32, i32), Tile>,
+    tiles: FxHashMap<(u32, i32, i32), Arc<Tile>>,
     stats: SurfaceStats,
 }
 
@@ -149,9 +181,25 @@ impl Surface {
     /// Floors of cell `(i, j)` for body shape `shape`, top down; none where no tile is built.
     pub fn floors(&self, shape: u32, i: i32, j: i32) -> &[Floor] {
         let (ti, tj, c) = tile_of(i, j);
-        self.tiles.get(&(shape, ti, tj)).map_or(&[], |t| {
-            &t.floors[t.start[c] as usize..t.start[c + 1] as usize]
-        })
+        self.tiles
+            .get(&(shape, ti, tj))
+            .map_or(&[], |t| t.floors_of(c))
+    }
+
+    /// The tiles under the cells `i0..i0 + side`, `j0..j0 + side` for body shape `shape`: one
+    /// search's square, read without a lookup per cell.
+    pub(super) fn window(&self, shape: u32, i0: i32, j0: i32, side: i32) -> Window {
+        let (ti0, tj0) = (i0.div_euclid(TILE), j0.div_euclid(TILE));
+        let (ti1, tj1) = (
+            (i0 + side - 1).div_euclid(TILE),
+            (j0 + side - 1).div_euclid(TILE),
+        );
+        let w = ti1 - ti0 + 1;
+        let tiles = (tj0..=tj1)
+            .flat_map(|tj| (ti0..=ti1).map(move |ti| (ti, tj)))
+            .map(|(ti, tj)| self.tiles.get(&(shape, ti, tj)).cloned())
+            .collect();
+        Window { ti0, tj0, w, tiles }
     }
 
     /// Builds the tiles the queries' squares (their radius, and a body length beyond) need and
@@ -302,7 +350,7 @@ impl Surface {
                 start,
                 floors: list,
             };
-            self.tiles.insert((shape, ti, tj), tile);
+            self.tiles.insert((shape, ti, tj), Arc::new(tile));
         }
         self.fit(engine, scene, missing, &centres, &places, params)?;
         self.stats.built += missing.len() as u64;
@@ -365,7 +413,10 @@ impl Surface {
                 }
                 start = e[2];
                 let tile = self.tiles.get_mut(&missing[n]).expect("tile built");
-                tile.floors[f as usize].fit = fit;
+                Arc::get_mut(tile)
+                    .expect("a new tile is not shared yet")
+                    .floors[f as usize]
+                    .fit = fit;
             }
             first = last;
         }

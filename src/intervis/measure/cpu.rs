@@ -78,6 +78,96 @@ pub(super) fn measure(
     Ok(out)
 }
 
+/// How far past the target a pixel's scene ray reaches (relative): far enough that every
+/// triangle nearer than the target passes the kernel's `t < t_max` test whatever its rounding,
+/// and the nearest one found is compared with the target's distance exactly as [`measure`]
+/// compares them.
+const PAST_TARGET: f32 = 1.0 / 65_536.0;
+
+/// Exposed pixels per pair, as [`measure`] counts them: a box pixel is exposed where its ray
+/// meets the target no farther than the scene. Only pixels on the target are traced into the
+/// scene, and only up to the target (a little past), so a hidden target costs a short closest
+/// hit per target pixel instead of an unbounded one per box pixel. The nearest scene hit below
+/// the limit is the nearest of all whenever it lies before the target, so every count equals
+/// `measure`'s.
+pub(super) fn exposed(
+    engine: &Engine,
+    scene: &Scene,
+    plan: &Plan,
+    params: &IntervisParams,
+) -> Result<Vec<u32>> {
+    let count = plan.views.iter().map(|(_, t)| t.len()).sum();
+    let tiers = target_tiers(plan, params.target_height);
+    let jobs: Vec<(&View, &Placed, PixelBox)> = plan
+        .views
+        .iter()
+        .flat_map(|(v, ts)| ts.iter().filter_map(move |t| t.bbox.map(|b| (v, t, b))))
+        .collect();
+    let mut pixels = vec![0u32; count];
+    let mut start = 0;
+    while start < jobs.len() {
+        // Batches of at most RAYS_PER_CALL box pixels, as `measure` makes them.
+        let mut end = start;
+        let mut n = 0usize;
+        while end < jobs.len()
+            && (end == start || n + jobs[end].2.pixels() as usize <= RAYS_PER_CALL)
+        {
+            n += jobs[end].2.pixels() as usize;
+            end += 1;
+        }
+        // Per job, the scene rays of its pixels on the target and the target's distance on each.
+        let on_target: Vec<(Vec<Ray>, Vec<f32>)> = jobs[start..end]
+            .par_iter()
+            .map(|(view, placed, b)| target_rays(view, b, &tiers[placed.posture as usize], placed))
+            .collect();
+        let rays: Vec<Ray> = on_target
+            .iter()
+            .flat_map(|(r, _)| r.iter().copied())
+            .collect();
+        let hits = engine.closest_hit_records(scene, &rays, params.mask)?;
+        let mut offset = 0;
+        for ((_, placed, _), (_, reach)) in jobs[start..end].iter().zip(&on_target) {
+            let seen = hits[offset..offset + reach.len()]
+                .iter()
+                .zip(reach)
+                .filter(|(s, &t)| s.triangle == NO_HIT || t <= s.t)
+                .count();
+            offset += reach.len();
+            pixels[placed.pair] = super::scale_pixels(seen as u32, placed.scale);
+        }
+        start = end;
+    }
+    Ok(pixels)
+}
+
+/// The world rays of box `b`'s pixels whose ray meets the target, each reaching a little past
+/// it, and the target's distance on each (found as [`reduce_box`] finds it).
+fn target_rays(view: &View, b: &PixelBox, target: &Tier, placed: &Placed) -> (Vec<Ray>, Vec<f32>) {
+    let to_local = placed.model.inverse();
+    let mut stack = [(0, 0, 0.0); STACK_SIZE];
+    let (mut rays, mut reach) = (Vec::new(), Vec::new());
+    for j in b.y0..b.y1 {
+        for i in b.x0..b.x1 {
+            let (o, d) = view.pixel_ray(i, j);
+            let mut t = HitRecord::MISS;
+            let (lo, ld) = (to_local.transform_point3(o), to_local.transform_vector3(d));
+            closest_in(
+                target,
+                &RayPrep::new(lo, ld),
+                f32::INFINITY,
+                1,
+                &mut t,
+                &mut stack,
+            );
+            if t.triangle != NO_HIT {
+                rays.push(Ray::new(o, d, t.t * (1.0 + PAST_TARGET)));
+                reach.push(t.t);
+            }
+        }
+    }
+    (rays, reach)
+}
+
 /// A posture mesh's triangles in its own frame, and their BVH. The target's placement is a
 /// rotation about +Y and a translation, so distances along a ray carried into this frame are
 /// the world's.

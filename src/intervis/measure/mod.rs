@@ -326,6 +326,21 @@ pub fn measure_ray_cast(
     cpu::measure(engine, scene, &plan, params)
 }
 
+/// The exposed pixels of [`measure_ray_cast`]'s records alone, per pair, equal to its
+/// `exposed` counts: the scene is traced only on the target's pixels and only as far as the
+/// target, so a hidden target costs far fewer rays. What a search that rejects any exposed
+/// spot needs on the CPU.
+pub fn exposed_ray_cast(
+    engine: &Engine,
+    scene: &Scene,
+    pairs: &[IntervisPair],
+    params: &IntervisParams,
+) -> Result<Vec<u32>> {
+    validate(pairs, params)?;
+    let plan = Plan::new(pairs, params);
+    cpu::exposed(engine, scene, &plan, params)
+}
+
 fn validate(pairs: &[IntervisPair], p: &IntervisParams) -> Result<()> {
     let bad = |m: String| Err(Error::InvalidInput(m));
     if pairs.len() > MAX_PAIRS {
@@ -620,11 +635,19 @@ fn capped(view: &View, mesh: &Mesh, t: &mut Placed, params: &IntervisParams) -> 
 
 /// `r` measured with pixels standing for `scale` pixels of the full resolution: the counts
 /// scaled back (rounded; background is the box less the exposed pixels, as it is unscaled).
+/// A pixel count measured at a lower resolution, as pixels of the full one.
+pub(crate) fn scale_pixels(n: u32, scale: f32) -> u32 {
+    if scale == 1.0 {
+        return n;
+    }
+    (f64::from(n) * f64::from(scale)).round() as u32
+}
+
 pub(crate) fn scaled(r: IntervisRecord, scale: f32) -> IntervisRecord {
     if scale == 1.0 {
         return r;
     }
-    let up = |n: u32| (f64::from(n) * f64::from(scale)).round() as u32;
+    let up = |n: u32| scale_pixels(n, scale);
     let (exposed, box_pixels) = (up(r.exposed), up(r.box_pixels));
     let background = box_pixels - exposed.min(box_pixels);
     IntervisRecord {
