@@ -212,6 +212,45 @@ fn dense_cover_waits_at_most_four_times_per_batch_on_cached_tiles() {
     }
 }
 
+/// A batch chooses as its queries do one at a time, with the intervis measurement on: the
+/// shared visibility cache and the verdicts agents of a group share (one measurement per spot)
+/// change the work, never a choice or a rejection. 150 agents sharing 4 observers on
+/// `village`, in three chunks, on the CPU backend.
+#[test]
+fn a_batch_chooses_as_its_queries_one_at_a_time() {
+    let cpu = Engine::cpu();
+    let scene = procedural::village(1, 1);
+    let params = DenseParams::standard();
+    let queries = batch(&cpu, &scene, Vec3::ZERO, 150, 20.0);
+    let mut surface = Surface::new();
+    let together = find_cover_on(&cpu, &scene, &mut surface, &queries, &params).unwrap();
+    // The spots turned down, not their pixel counts: a measurement places several targets
+    // in one view where they fit, so the pixel grid a target falls on depends on the others
+    // measured with it.
+    let rejected = |a: &DenseAnswer| -> Vec<(Vec3, Posture)> {
+        a.rejected.iter().map(|r| (r.position, r.posture)).collect()
+    };
+    for (k, q) in queries.iter().enumerate() {
+        let alone = find_cover_on(&cpu, &scene, &mut surface, std::slice::from_ref(q), &params)
+            .unwrap()
+            .remove(0);
+        let spot = |a: &DenseAnswer| {
+            a.choice
+                .as_ref()
+                .map(|c| (c.position, c.posture, c.path.clone()))
+        };
+        assert_eq!(spot(&together[k]), spot(&alone), "query {k}");
+        assert_eq!(rejected(&together[k]), rejected(&alone), "query {k}");
+    }
+    let found = together.iter().filter(|a| a.choice.is_some()).count();
+    let turned_down: usize = together.iter().map(|a| a.rejected.len()).sum();
+    eprintln!("150 agents: {found} found cover, {turned_down} spots turned down");
+    assert!(
+        found >= 75 && turned_down > 0,
+        "{found} found cover, {turned_down} turned down"
+    );
+}
+
 /// The surface refuses bad settings and bodies, and a batch spread too wide, with errors.
 #[test]
 fn a_surface_refuses_bad_input_with_errors() {

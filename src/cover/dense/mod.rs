@@ -161,11 +161,13 @@ const CHUNK: usize = 64;
 /// usual rejections. The CPU measures one at a time (no wait to save, and each costs).
 pub const INTERVIS_AHEAD: usize = 4;
 
-/// Intervis verdicts known so far: (query, spot, posture) -> exposed pixels per observer.
-type Verdicts = FxHashMap<(usize, [u32; 3], u8), Vec<u32>>;
+/// Intervis verdicts known so far: (observer group, spot, posture) -> exposed pixels per
+/// observer. The measurement depends on the body, the observers and the mask, which a group
+/// shares, so agents of a group that come to the same spot share its verdict.
+type Verdicts = FxHashMap<(u32, [u32; 3], u8), Vec<u32>>;
 
-fn verdict_key(qi: usize, at: Vec3, posture: Posture) -> (usize, [u32; 3], u8) {
-    (qi, at.to_array().map(f32::to_bits), posture as u8)
+fn verdict_key(group: u32, at: Vec3, posture: Posture) -> (u32, [u32; 3], u8) {
+    (group, at.to_array().map(f32::to_bits), posture as u8)
 }
 
 /// Answers many dense cover queries; see the module docs. Queries with the same observers, mask
@@ -246,7 +248,8 @@ pub fn find_cover_on(
             asks.len(),
             open.len()
         );
-        measure(engine, scene, queries, &asks, &mut d.verdicts)?;
+        let groups = &d.shared.group_of;
+        measure(engine, scene, queries, groups, &asks, &mut d.verdicts)?;
     }
     Ok(answers
         .into_iter()
@@ -369,10 +372,12 @@ impl Driver<'_> {
             if asks.is_empty() {
                 return Ok(());
             }
+            let groups = &self.shared.group_of;
             measure(
                 self.engine,
                 self.scene,
                 self.queries,
+                groups,
                 &asks,
                 &mut self.verdicts,
             )?;
@@ -416,7 +421,7 @@ fn run(s: &mut Local, params: &DenseParams, shared: &Shared, verdicts: &Verdicts
         let Some((at, posture)) = s.pending_choice() else {
             return;
         };
-        match verdicts.get(&verdict_key(s.qi, at, posture)) {
+        match verdicts.get(&verdict_key(s.group, at, posture)) {
             Some(px) => s.verified(px.clone(), params),
             None => return,
         }
@@ -449,14 +454,23 @@ fn candidates(
     out
 }
 
-/// Measures spots with the intervis humanoid, in one call, and files the verdicts.
+/// Measures spots with the intervis humanoid, in one call, and files the verdicts; a spot
+/// asked for twice in a group, or known already, is measured once.
 fn measure(
     engine: &Engine,
     scene: &Scene,
     queries: &[DenseQuery],
+    group_of: &[u32],
     asks: &[(usize, Vec3, Posture)],
     verdicts: &mut Verdicts,
 ) -> Result<()> {
+    let key = |&(qi, at, posture): &(usize, Vec3, Posture)| verdict_key(group_of[qi], at, posture);
+    let mut seen = rustc_hash::FxHashSet::default();
+    let asks: Vec<(usize, Vec3, Posture)> = asks
+        .iter()
+        .filter(|a| !verdicts.contains_key(&key(a)) && seen.insert(key(a)))
+        .copied()
+        .collect();
     let cands: Vec<Candidate> = asks
         .iter()
         .map(|&(qi, ground, posture)| Candidate {
@@ -468,8 +482,8 @@ fn measure(
         })
         .collect();
     let pixels = intervis_exposure(engine, scene, &cands)?;
-    for (&(qi, at, posture), px) in asks.iter().zip(pixels) {
-        verdicts.insert(verdict_key(qi, at, posture), px);
+    for (a, px) in asks.iter().zip(pixels) {
+        verdicts.insert(key(a), px);
     }
     Ok(())
 }

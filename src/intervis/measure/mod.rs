@@ -326,10 +326,11 @@ pub fn measure_ray_cast(
     cpu::measure(engine, scene, &plan, params)
 }
 
-/// The exposed pixels of [`measure_ray_cast`]'s records alone, per pair, equal to its
-/// `exposed` counts: the scene is traced only on the target's pixels and only as far as the
-/// target, so a hidden target costs far fewer rays. What a search that rejects any exposed
-/// spot needs on the CPU.
+/// Exposed pixels per pair, each pair measured in a view of its own: equal to the `exposed`
+/// count of [`measure_ray_cast`] given that pair alone, so a pair's count never depends on
+/// the others in the call. The scene is traced only on the target's pixels and only as far as
+/// the target, so a hidden target costs far fewer rays. What a search that rejects any
+/// exposed spot needs on the CPU.
 pub fn exposed_ray_cast(
     engine: &Engine,
     scene: &Scene,
@@ -337,7 +338,7 @@ pub fn exposed_ray_cast(
     params: &IntervisParams,
 ) -> Result<Vec<u32>> {
     validate(pairs, params)?;
-    let plan = Plan::new(pairs, params);
+    let plan = Plan::with_views(pairs, params, false);
     cpu::exposed(engine, scene, &plan, params)
 }
 
@@ -511,6 +512,13 @@ pub(crate) struct Plan {
 
 impl Plan {
     fn new(pairs: &[IntervisPair], params: &IntervisParams) -> Plan {
+        Plan::with_views(pairs, params, true)
+    }
+
+    /// A plan whose views each harvest the targets that fit (`shared`), or hold one target
+    /// each: then a target's pixels depend on its pair alone, not on the others measured with
+    /// it.
+    fn with_views(pairs: &[IntervisPair], params: &IntervisParams, shared: bool) -> Plan {
         let meshes = Posture::ALL.map(|p| humanoid(p, params.target_height));
         // Local bounds corners per posture, for the cheap "fits in this view" test.
         let corners = meshes.each_ref().map(|m| {
@@ -533,7 +541,13 @@ impl Plan {
             views: Vec::new(),
         };
         for (eye, members) in by_observer(pairs) {
-            plan.place_group(pairs, params, &corners, eye, &members);
+            if shared {
+                plan.place_group(pairs, params, &corners, eye, &members);
+            } else {
+                for m in members {
+                    plan.place_group(pairs, params, &corners, eye, &[m]);
+                }
+            }
         }
         plan
     }
