@@ -93,7 +93,7 @@ mod tests {
         let mut reference = BinaryHeap::new();
         let mut last = 0u32;
         for round in 0..200_000u32 {
-            if rng.next_u64() % 3 != 0 || reference.is_empty() {
+            if !rng.next_u64().is_multiple_of(3) || reference.is_empty() {
                 let key = last + (rng.next_u64() % 40_000) as u32;
                 radix.push(key, round);
                 reference.push(Reverse(key));
