@@ -26,25 +26,10 @@ pub(super) fn measure(
     let albedo: Vec<f32> = scene.materials().iter().map(|m| m.albedo).collect();
     // One BVH per posture in the target's own frame; pixel rays go into that frame instead.
     let tiers = target_tiers(plan, params.target_height);
-    // Targets with a box, in batches of at most RAYS_PER_CALL pixels (a single larger box
-    // goes alone).
-    let jobs: Vec<(&View, &Placed, PixelBox)> = plan
-        .views
-        .iter()
-        .flat_map(|(v, ts)| ts.iter().filter_map(move |t| t.bbox.map(|b| (v, t, b))))
-        .collect();
-    let mut start = 0;
-    while start < jobs.len() {
-        let mut end = start;
-        let mut pixels = 0usize;
-        while end < jobs.len()
-            && (end == start || pixels + jobs[end].2.pixels() as usize <= RAYS_PER_CALL)
-        {
-            pixels += jobs[end].2.pixels() as usize;
-            end += 1;
-        }
+    let jobs = boxed(plan);
+    for (start, end) in batches(&jobs) {
         let batch = &jobs[start..end];
-        let mut rays = Vec::with_capacity(pixels);
+        let mut rays = Vec::new();
         for (view, _, b) in batch {
             for j in b.y0..b.y1 {
                 for i in b.x0..b.x1 {
@@ -73,9 +58,36 @@ pub(super) fn measure(
         for (pair, r) in records {
             out[pair] = r;
         }
-        start = end;
     }
     Ok(out)
+}
+
+/// Every placed target with a box, view by view.
+fn boxed(plan: &Plan) -> Vec<(&View, &Placed, PixelBox)> {
+    plan.views
+        .iter()
+        .flat_map(|(v, ts)| ts.iter().filter_map(move |t| t.bbox.map(|b| (v, t, b))))
+        .collect()
+}
+
+/// `jobs` in runs (`start..end`) of at most [`RAYS_PER_CALL`] box pixels; a larger box goes
+/// alone.
+fn batches(jobs: &[(&View, &Placed, PixelBox)]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < jobs.len() {
+        let mut end = start;
+        let mut pixels = 0usize;
+        while end < jobs.len()
+            && (end == start || pixels + jobs[end].2.pixels() as usize <= RAYS_PER_CALL)
+        {
+            pixels += jobs[end].2.pixels() as usize;
+            end += 1;
+        }
+        out.push((start, end));
+        start = end;
+    }
+    out
 }
 
 /// How far past the target a pixel's scene ray reaches (relative): far enough that every
@@ -98,23 +110,9 @@ pub(super) fn exposed(
 ) -> Result<Vec<u32>> {
     let count = plan.views.iter().map(|(_, t)| t.len()).sum();
     let tiers = target_tiers(plan, params.target_height);
-    let jobs: Vec<(&View, &Placed, PixelBox)> = plan
-        .views
-        .iter()
-        .flat_map(|(v, ts)| ts.iter().filter_map(move |t| t.bbox.map(|b| (v, t, b))))
-        .collect();
+    let jobs = boxed(plan);
     let mut pixels = vec![0u32; count];
-    let mut start = 0;
-    while start < jobs.len() {
-        // Batches of at most RAYS_PER_CALL box pixels, as `measure` makes them.
-        let mut end = start;
-        let mut n = 0usize;
-        while end < jobs.len()
-            && (end == start || n + jobs[end].2.pixels() as usize <= RAYS_PER_CALL)
-        {
-            n += jobs[end].2.pixels() as usize;
-            end += 1;
-        }
+    for (start, end) in batches(&jobs) {
         // Per job, the scene rays of its pixels on the target and the target's distance on each.
         let on_target: Vec<(Vec<Ray>, Vec<f32>)> = jobs[start..end]
             .par_iter()
@@ -135,7 +133,6 @@ pub(super) fn exposed(
             offset += reach.len();
             pixels[placed.pair] = super::scale_pixels(seen as u32, placed.scale);
         }
-        start = end;
     }
     Ok(pixels)
 }
