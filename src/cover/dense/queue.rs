@@ -69,12 +69,11 @@ impl RadixHeap {
         for &(k, n) in &moved {
             self.buckets[bucket(k, self.last)].push((k, n));
         }
-        // Keep the allocation for the next time this bucket fills.
+        // Every entry went to a lower bucket (they all share bit `b - 1` with the new `last`);
+        // keep the allocation for the next time this bucket fills.
         let mut moved = moved;
         moved.clear();
-        if self.buckets[b].is_empty() {
-            self.buckets[b] = moved;
-        }
+        self.buckets[b] = moved;
     }
 }
 

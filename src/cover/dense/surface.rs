@@ -41,6 +41,7 @@ pub struct Floor {
     pub fit: u8,
 }
 
+#[derive(Clone)]
 struct Tile {
     /// `floors[start[c]..start[c + 1]]` are cell `c`'s floors, top down.
     start: Vec<u32>,
@@ -413,10 +414,7 @@ impl Surface {
                 }
                 start = e[2];
                 let tile = self.tiles.get_mut(&missing[n]).expect("tile built");
-                Arc::get_mut(tile)
-                    .expect("a new tile is not shared yet")
-                    .floors[f as usize]
-                    .fit = fit;
+                Arc::make_mut(tile).floors[f as usize].fit = fit;
             }
             first = last;
         }

@@ -29,7 +29,7 @@ pub(super) fn measure(
     let jobs = boxed(plan);
     for (start, end) in batches(&jobs) {
         let batch = &jobs[start..end];
-        let mut rays = Vec::new();
+        let mut rays = Vec::with_capacity(batch.iter().map(|j| j.2.pixels() as usize).sum());
         for (view, _, b) in batch {
             for j in b.y0..b.y1 {
                 for i in b.x0..b.x1 {
@@ -97,9 +97,10 @@ fn batches(jobs: &[(&View, &Placed, PixelBox)]) -> Vec<(usize, usize)> {
 const PAST_TARGET: f32 = 1.0 / 65_536.0;
 
 /// Exposed pixels per pair, as [`measure`] counts them on the same plan: a box pixel is
-/// exposed where its ray meets the target no farther than the scene. Only pixels on the target are traced into the
-/// scene, and only up to the target (a little past), so a hidden target costs a short closest
-/// hit per target pixel instead of an unbounded one per box pixel. The nearest scene hit below
+/// exposed where its ray meets the target no farther than the scene. Only pixels on the
+/// target are traced into the scene, and only up to the target (a little past), so a hidden
+/// target costs a short closest hit per target pixel instead of an unbounded one per box
+/// pixel. The nearest scene hit below
 /// the limit is the nearest of all whenever it lies before the target, so every count equals
 /// `measure`'s.
 pub(super) fn exposed(
@@ -137,6 +138,20 @@ pub(super) fn exposed(
     Ok(pixels)
 }
 
+/// The target's nearest hit on the world ray `(o, d)`, carried into the target's frame by
+/// `to_local` (distances stay the world's): the one place both counts find it.
+fn target_hit(
+    target: &Tier,
+    to_local: &glam::Affine3A,
+    (o, d): (glam::Vec3, glam::Vec3),
+    stack: &mut crate::trace::cpu::WalkStack,
+) -> HitRecord {
+    let mut t = HitRecord::MISS;
+    let ray = RayPrep::new(to_local.transform_point3(o), to_local.transform_vector3(d));
+    closest_in(target, &ray, f32::INFINITY, 1, &mut t, stack);
+    t
+}
+
 /// The world rays of box `b`'s pixels whose ray meets the target, each reaching a little past
 /// it, and the target's distance on each (found as [`reduce_box`] finds it).
 fn target_rays(view: &View, b: &PixelBox, target: &Tier, placed: &Placed) -> (Vec<Ray>, Vec<f32>) {
@@ -146,16 +161,7 @@ fn target_rays(view: &View, b: &PixelBox, target: &Tier, placed: &Placed) -> (Ve
     for j in b.y0..b.y1 {
         for i in b.x0..b.x1 {
             let (o, d) = view.pixel_ray(i, j);
-            let mut t = HitRecord::MISS;
-            let (lo, ld) = (to_local.transform_point3(o), to_local.transform_vector3(d));
-            closest_in(
-                target,
-                &RayPrep::new(lo, ld),
-                f32::INFINITY,
-                1,
-                &mut t,
-                &mut stack,
-            );
+            let t = target_hit(target, &to_local, (o, d), &mut stack);
             if t.triangle != NO_HIT {
                 rays.push(Ray::new(o, d, t.t * (1.0 + PAST_TARGET)));
                 reach.push(t.t);
@@ -227,10 +233,7 @@ fn reduce_box(
             for (k, s) in hits.iter().enumerate() {
                 let i = b.x0 + k as u32;
                 let (o, d) = view.pixel_ray(i, j);
-                let mut t = HitRecord::MISS;
-                let (lo, ld) = (to_local.transform_point3(o), to_local.transform_vector3(d));
-                let ray = RayPrep::new(lo, ld);
-                closest_in(target, &ray, f32::INFINITY, 1, &mut t, &mut stack);
+                let mut t = target_hit(target, &to_local, (o, d), &mut stack);
                 t.normal = model.transform_vector3(t.normal.into()).into();
                 let scene_hit = s.triangle != NO_HIT;
                 let target_hit = t.triangle != NO_HIT;
