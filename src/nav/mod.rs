@@ -224,6 +224,8 @@ pub struct NavGraph {
     /// neighbours ascending.
     offsets: Vec<u32>,
     adjacency: Vec<(u32, u32)>,
+    /// Node indices by x, then index: [`NavGraph::nearest`] sweeps out from a point's x.
+    by_x: Vec<u32>,
 }
 
 impl NavGraph {
@@ -277,12 +279,15 @@ impl NavGraph {
         for i in 0..n {
             adjacency[offsets[i] as usize..offsets[i + 1] as usize].sort_unstable();
         }
+        let mut by_x: Vec<u32> = (0..n as u32).collect();
+        by_x.sort_unstable_by(|&a, &b| nodes[a as usize].x.total_cmp(&nodes[b as usize].x));
         let mut g = NavGraph {
             nodes,
             edges,
             costs: Vec::new(),
             offsets,
             adjacency,
+            by_x,
         };
         g.set_costs(costs)?;
         Ok(g)
@@ -351,6 +356,40 @@ impl NavGraph {
     /// The node nearest to `p` (straight-line distance; ties to the lower index).
     #[must_use]
     pub fn nearest(&self, p: Vec3) -> Option<u32> {
+        if !p.is_finite() {
+            return self.nearest_by_scan(p);
+        }
+        // Out from p.x both ways through the nodes sorted by x. A node whose x alone lies
+        // farther than the best so far is farther in full (a float sum of squares is never
+        // below one of its terms), and so is every node beyond it on that side.
+        let by_x = &self.by_x;
+        let at = by_x.partition_point(|&i| self.nodes[i as usize].x < p.x);
+        let mut best: Option<(f32, u32)> = None;
+        let mut take = |i: u32| {
+            let q = self.nodes[i as usize];
+            let dx = q.x - p.x;
+            if best.is_some_and(|(d, _)| dx * dx > d) {
+                return false;
+            }
+            let d = q.distance_squared(p);
+            if best.is_none_or(|(bd, bi)| d < bd || (d == bd && i < bi)) {
+                best = Some((d, i));
+            }
+            true
+        };
+        let (mut up, mut down) = (at, at);
+        let (mut up_open, mut down_open) = (true, true);
+        while up_open || down_open {
+            up_open = up_open && up < by_x.len() && take(by_x[up]);
+            up += 1;
+            down_open = down_open && down > 0 && take(by_x[down - 1]);
+            down = down.saturating_sub(1);
+        }
+        best.map(|(_, i)| i)
+    }
+
+    /// [`NavGraph::nearest`] by looking at every node: the first of the nearest by index.
+    fn nearest_by_scan(&self, p: Vec3) -> Option<u32> {
         self.nodes
             .iter()
             .enumerate()
@@ -510,4 +549,38 @@ pub fn precompute(
         ..params.clone()
     };
     tables::precompute(engine, scene, scene_name, &params, shard, measure, progress)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::SplitMix64;
+
+    /// The sweep finds what a scan of every node finds, ties (repeated nodes, shared x, points
+    /// midway between two nodes) included.
+    #[test]
+    fn nearest_sweep_equals_the_scan() {
+        let mut rng = SplitMix64(11);
+        let (lo, hi) = (Vec3::new(-50.0, -5.0, -50.0), Vec3::new(50.0, 5.0, 50.0));
+        for n in [1usize, 2, 3, 17, 1_000] {
+            let mut nodes: Vec<Vec3> = (0..n).map(|_| rng.in_box(lo, hi)).collect();
+            // Repeats and nodes sharing an x with another.
+            for k in (0..n).step_by(5).skip(1) {
+                nodes[k] = nodes[k / 2];
+            }
+            for k in (3..n).step_by(7) {
+                nodes[k].x = nodes[k - 3].x;
+            }
+            let g = NavGraph::new(nodes.clone(), Vec::new(), &CostParams::standard()).unwrap();
+            let mut points: Vec<Vec3> =
+                (0..2_000).map(|_| rng.in_box(lo * 1.2, hi * 1.2)).collect();
+            points.extend(nodes.iter().take(50).copied());
+            points.extend(nodes.windows(2).take(50).map(|w| (w[0] + w[1]) / 2.0));
+            for p in points {
+                assert_eq!(g.nearest(p), g.nearest_by_scan(p), "{n} nodes, {p}");
+            }
+        }
+        let empty = NavGraph::new(Vec::new(), Vec::new(), &CostParams::standard()).unwrap();
+        assert_eq!(empty.nearest(Vec3::ZERO), None);
+    }
 }

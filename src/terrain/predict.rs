@@ -51,6 +51,9 @@ pub const PROBE_HEIGHT: f32 = 0.9;
 /// Most extrapolation steps one prediction walks (`|velocity| * since / step`, rounded up).
 pub const MAX_STEPS: u64 = 1 << 14;
 
+/// Batches of fewer queries run their CPU stages on the calling thread.
+const PARALLEL_FROM: usize = 4;
+
 /// Most queries one [`predict_many`] call takes.
 pub const MAX_QUERIES: u64 = 1 << 16;
 
@@ -263,9 +266,17 @@ pub fn predict_many(
     let lift = Vec3::Y * p.eye_height;
 
     // Stage 1, walls: each step's node in reach in the time had, and no wall between the two.
-    walks
-        .par_iter_mut()
-        .for_each_init(|| Scratch::new(graph), |s, w| w.snap(graph, &open, s, p));
+    // A few queries run on this thread: handing them to the pool costs more than they do.
+    if walks.len() < PARALLEL_FROM {
+        let mut s = Scratch::new(graph);
+        walks
+            .iter_mut()
+            .for_each(|w| w.snap(graph, &open, &mut s, p));
+    } else {
+        walks
+            .par_iter_mut()
+            .for_each_init(|| Scratch::new(graph), |s, w| w.snap(graph, &open, s, p));
+    }
     let probes = walks.iter().map(|w| w.probes(nodes));
     let blocked = Traced::run(engine, scene, Mask::FIRE, probes)?;
     for (i, w) in walks.iter_mut().enumerate() {
@@ -281,18 +292,22 @@ pub fn predict_many(
     }
 
     // Stage 3, aim: the shortest path to the observer, and the first node on it in view.
-    let routes: Vec<(u32, Vec<u32>)> = walks
-        .par_iter()
-        .zip(queries)
-        .map_init(
-            || Search::new(graph.len()),
-            |search, (w, q)| {
-                let observer_node = nearest(graph, q.observer_eye - lift);
-                let path = search.path(graph, &open, w.presumed_node(), observer_node);
-                (observer_node, path.unwrap_or_default())
-            },
-        )
-        .collect();
+    let route = |search: &mut Search, (w, q): (&Walk, &PredictQuery)| {
+        let observer_node = nearest(graph, q.observer_eye - lift);
+        let path = search.path(graph, &open, w.presumed_node(), observer_node);
+        (observer_node, path.unwrap_or_default())
+    };
+    let routes: Vec<(u32, Vec<u32>)> = if walks.len() < PARALLEL_FROM {
+        let mut search = Search::new(graph.len());
+        walks
+            .iter()
+            .zip(queries)
+            .map(|x| route(&mut search, x))
+            .collect()
+    } else {
+        let new = || Search::new(graph.len());
+        walks.par_iter().zip(queries).map_init(new, route).collect()
+    };
     let aims = walks.iter().zip(queries).zip(&routes).map(|((w, q), r)| {
         let to = |at: Vec3| Segment::new(q.observer_eye, at + lift);
         let path = r.1.iter().map(move |&n| to(nodes[n as usize]));
@@ -433,7 +448,7 @@ impl Walk {
     /// from the last-seen node <= `slack * speed * t_k` plus both snapping distances.
     fn snap(&mut self, graph: &NavGraph, open: &[bool], s: &mut Scratch, p: &PredictParams) {
         let nodes = graph.nodes();
-        self.snapped = self.points.par_iter().map(|&q| nearest(graph, q)).collect();
+        self.snapped = self.points.iter().map(|&q| nearest(graph, q)).collect();
         let snap: Vec<f32> = (self.points.iter().zip(&self.snapped))
             .map(|(q, &i)| q.distance(nodes[i as usize]))
             .collect();
