@@ -69,19 +69,20 @@ pub(super) fn prefill(
         }
     }
     wave.trace(engine, scene, queries, params, shared, rays)?;
-    // The nearest hidden heads of each agent: every posture's body.
+    // The nearest hidden heads of each agent (found on every core): every posture's body.
+    let vis = &shared.vis;
+    let nearest: Vec<Vec<u32>> = order
+        .par_iter()
+        .map(|list| {
+            let hidden = |&&id: &&u32| vis.get(&keys[id as usize].0) == Some(VIS_HEAD);
+            list.iter().filter(hidden).take(BODIES).copied().collect()
+        })
+        .collect();
     let mut bodies = Wave::default();
-    for (qi, list) in order.iter().enumerate() {
-        let mut taken = 0;
-        for &id in list {
+    for (qi, ids) in nearest.iter().enumerate() {
+        for &id in ids {
             let (key, at, fit) = keys[id as usize];
-            if shared.vis.get(&key) == Some(VIS_HEAD) {
-                bodies.vis(Ask::whole(key, at, VIS_HEAD, fit, qi));
-                taken += 1;
-                if taken == BODIES {
-                    break;
-                }
-            }
+            bodies.vis(Ask::whole(key, at, VIS_HEAD, fit, qi));
         }
     }
     bodies.trace(engine, scene, queries, params, shared, rays)
