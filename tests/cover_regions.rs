@@ -524,7 +524,7 @@ fn two_threats_give_the_intersection() {
                 continue;
             }
             assert!(
-                engine.is_some() && in_band(&scene, &grid, &samples, &[a, b], i),
+                engine.is_some() && in_band(&casters_of(&scene, &[a, b]), &grid, &samples, i),
                 "{name}: cell {i}: both {} a {} b {}",
                 both[i],
                 from_a[i],
@@ -536,22 +536,26 @@ fn two_threats_give_the_intersection() {
     }
 }
 
-/// Whether a sample of cell `i` lies within the GPU's band of a shadow boundary of one of
-/// `threats` (the contract's `eps` widened by [`GPU_BAND_CELLS`] of a cell).
+/// Each threat and its casters (the triangles facing away from it), for [`in_band`].
+fn casters_of(scene: &Scene, threats: &[Vec3]) -> Vec<(Vec3, Vec<GpuTriangle>)> {
+    let rear = |&t: &Vec3| (t, rear_faces(scene, Mask::SIGHT, t));
+    threats.iter().map(rear).collect()
+}
+
+/// Whether a sample of cell `i` lies within the GPU's band of a shadow boundary of one of the
+/// threats (the contract's `eps` widened by [`GPU_BAND_CELLS`] of a cell).
 fn in_band(
-    scene: &Scene,
+    casters: &[(Vec3, Vec<GpuTriangle>)],
     grid: &SampleGrid,
     samples: &[Sample],
-    threats: &[Vec3],
     i: usize,
 ) -> bool {
     let c = grid.centre(i);
-    threats.iter().any(|&t| {
-        let tris = rear_faces(scene, Mask::SIGHT, t);
+    casters.iter().any(|(t, tris)| {
         samples.iter().any(|s| {
             let p = Vec3::new(c.x, grid.heights[i] + s.lift, c.y);
-            let e = contract::eps(t, p) + f64::from(grid.cell * GPU_BAND_CELLS);
-            contract::near_boundary_within(&tris, t, p, e)
+            let e = contract::eps(*t, p) + f64::from(grid.cell * GPU_BAND_CELLS);
+            contract::near_boundary_within(tris, *t, p, e)
         })
     })
 }
@@ -587,12 +591,20 @@ fn regions_agree_with_the_cpu_twin_by_contract() {
         let other = regions_on(&engine, &scene, center, &agent, &threats, &params, label);
         let moved = ground_steps_apart(&other.grid, &cpu.grid, &name);
         let samples = posture_samples(&agent, [true; 3]);
+        let casters = casters_of(&scene, &threats);
         let mut differ = 0;
         for i in 0..other.cover.len() {
             if other.cover[i] != cpu.cover[i] {
                 differ += 1;
+                // The fused twins classify with the exact CPU code: only a moved ground
+                // moves their bits. The GPU's pass may differ within the band.
+                let allowed = if name == "gpu" {
+                    in_band(&casters, &other.grid, &samples, i)
+                } else {
+                    other.grid.heights[i] != cpu.grid.heights[i]
+                };
                 assert!(
-                    in_band(&scene, &other.grid, &samples, &threats, i),
+                    allowed,
                     "{name}: cell {i} at {}: {} against the twin's {}, outside the band",
                     other.grid.centre(i),
                     other.cover[i],
@@ -629,6 +641,11 @@ fn regions_agree_with_the_cpu_twin_by_contract() {
 /// midpoint of it may land a step away (seen on an H200), never more; no ground on one side
 /// only.
 fn ground_steps_apart(a: &SampleGrid, b: &SampleGrid, name: &str) -> usize {
+    assert_eq!(
+        (a.origin, a.cell, a.side, a.heights.len()),
+        (b.origin, b.cell, b.side, b.heights.len()),
+        "{name}: the same grid"
+    );
     let mut moved = 0;
     for (i, (x, y)) in a.heights.iter().zip(&b.heights).enumerate() {
         if x.to_bits() != y.to_bits() {

@@ -280,7 +280,10 @@ impl NavGraph {
             adjacency[offsets[i] as usize..offsets[i + 1] as usize].sort_unstable();
         }
         let mut by_x: Vec<u32> = (0..n as u32).collect();
-        by_x.sort_unstable_by(|&a, &b| nodes[a as usize].x.total_cmp(&nodes[b as usize].x));
+        by_x.sort_unstable_by(|&a, &b| {
+            let (xa, xb) = (nodes[a as usize].x, nodes[b as usize].x);
+            xa.total_cmp(&xb).then(a.cmp(&b))
+        });
         let mut g = NavGraph {
             nodes,
             edges,

@@ -51,8 +51,9 @@ pub const PROBE_HEIGHT: f32 = 0.9;
 /// Most extrapolation steps one prediction walks (`|velocity| * since / step`, rounded up).
 pub const MAX_STEPS: u64 = 1 << 14;
 
-/// Batches of fewer queries run their CPU stages on the calling thread.
-const PARALLEL_FROM: usize = 4;
+/// Batches of fewer queries run their CPU stages on the calling thread: handing them to the
+/// pool costs more than they do.
+pub const PARALLEL_FROM: usize = 4;
 
 /// Most queries one [`predict_many`] call takes.
 pub const MAX_QUERIES: u64 = 1 << 16;
@@ -249,7 +250,8 @@ pub fn predict(
 /// [`Engine::occluded`] call per stage for the whole batch (the wall probes of every query's
 /// steps, then the sight lines of the steps that passed, then the sight lines of every path):
 /// three calls in all, where a call per query makes three each. The CPU work between the
-/// stages (snapping steps to nodes, the graph searches) runs on every core. All queries share
+/// stages (snapping steps to nodes, the graph searches) runs on every core, query by query,
+/// from [`PARALLEL_FROM`] queries up (fewer run on the calling thread). All queries share
 /// `p`; an empty batch answers nothing. Errors: bad `p`; more than [`MAX_QUERIES`] queries or
 /// [`MAX_BATCH_STEPS`] steps in all; an empty graph; a bad query as [`Error::Query`], naming
 /// its index and holding the error [`predict`] gives for it; and the engine's own errors.
