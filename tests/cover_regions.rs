@@ -515,16 +515,17 @@ fn two_threats_give_the_intersection() {
             cover > 100 && cover < both.len() / 2,
             "{name}: {cover} cells"
         );
-        // The CPU twin is exact. A GPU pass's depth range follows its threats, so a sample in
-        // the band of a shadow's boundary may read otherwise with another set of threats
-        // (seen on an H200); the contract allows that band alone.
+        // The CPU twin is exact. On a GPU a sample in the band of a shadow's boundary may read
+        // otherwise with another set of threats (seen on an H200: the stencil pass is not
+        // exact there); the contract allows that band alone.
+        let casters = casters_of(&scene, &[a, b]);
         let mut banded = 0;
         for i in 0..both.len() {
             if both[i] == from_a[i] & from_b[i] {
                 continue;
             }
             assert!(
-                engine.is_some() && in_band(&casters_of(&scene, &[a, b]), &grid, &samples, i),
+                engine.is_some() && in_band(&casters, &grid, &samples, i),
                 "{name}: cell {i}: both {} a {} b {}",
                 both[i],
                 from_a[i],

@@ -268,7 +268,6 @@ pub fn predict_many(
     let lift = Vec3::Y * p.eye_height;
 
     // Stage 1, walls: each step's node in reach in the time had, and no wall between the two.
-    // A few queries run on this thread: handing them to the pool costs more than they do.
     if walks.len() < PARALLEL_FROM {
         let mut s = Scratch::new(graph);
         walks

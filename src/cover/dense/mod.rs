@@ -468,7 +468,10 @@ fn measure(
     let mut seen = rustc_hash::FxHashSet::default();
     let asks: Vec<(usize, Vec3, Posture)> = asks
         .iter()
-        .filter(|a| !verdicts.contains_key(&key(a)) && seen.insert(key(a)))
+        .filter(|a| {
+            let k = key(a);
+            !verdicts.contains_key(&k) && seen.insert(k)
+        })
         .copied()
         .collect();
     let cands: Vec<Candidate> = asks

@@ -100,9 +100,8 @@ const PAST_TARGET: f32 = 1.0 / 65_536.0;
 /// exposed where its ray meets the target no farther than the scene. Only pixels on the
 /// target are traced into the scene, and only up to the target (a little past), so a hidden
 /// target costs a short closest hit per target pixel instead of an unbounded one per box
-/// pixel. The nearest scene hit below
-/// the limit is the nearest of all whenever it lies before the target, so every count equals
-/// `measure`'s.
+/// pixel. The nearest scene hit below the limit is the nearest of all whenever it lies before
+/// the target, so every count equals `measure`'s.
 pub(super) fn exposed(
     engine: &Engine,
     scene: &Scene,
