@@ -3,8 +3,8 @@
 //! batch's shared cache and from the waves.
 
 use super::queue::RadixHeap;
-use super::shared::{cell_key, Ask, Shared, VisKey, Wave, START_KEY};
-use super::surface::{Surface, Window};
+use super::shared::{cell_key, Ask, Shared, VisCache, VisKey, Wave, START_KEY};
+use super::surface::{Floor, Surface, Window};
 use super::{DenseAnswer, DenseChoice, DenseParams, DenseQuery, Explored};
 use crate::cover::field::CellCover;
 use crate::cover::verify::{Check, Rejection};
@@ -134,7 +134,7 @@ fn key(g: f32) -> u32 {
     (g * 1e4).round() as u32
 }
 
-const NEIGHBOURS: [(i32, i32); 8] = [
+pub(super) const NEIGHBOURS: [(i32, i32); 8] = [
     (1, 0),
     (-1, 0),
     (0, 1),
@@ -251,12 +251,7 @@ impl Local {
         if !self.in_radius(i, j, p) {
             return None;
         }
-        let best = self
-            .window
-            .floors(i, j)
-            .iter()
-            .filter(|f| near(f.y))
-            .min_by(|a, b| (a.y - from_y).abs().total_cmp(&(b.y - from_y).abs()))?;
+        let best = floor_near(self.window.floors(i, j), from_y, p.step_height)?;
         if self.cells[k].ground.to_bits() != best.y.to_bits() {
             self.cells[k].ground = best.y;
             self.cells[k].fit = best.fit;
@@ -413,14 +408,26 @@ impl Local {
         }
     }
 
-    /// Every cell the agent can reach within the radius, breadth first (nearest first, roughly
-    /// by path length): its visibility key, ground point and fit. Visibility plays no part.
-    pub fn reach(mut self, p: &DenseParams) -> Vec<(VisKey, Vec3, u8)> {
+    /// The first `n` cells the agent can reach within the radius, breadth first (nearest
+    /// first, roughly by path length), whose prone head `vis` holds hidden from every observer
+    /// with the body not traced yet: their visibility keys, ground points and fits.
+    pub fn nearest_hidden(
+        mut self,
+        p: &DenseParams,
+        vis: &VisCache,
+        n: usize,
+    ) -> Vec<(VisKey, Vec3, u8)> {
         let mut out = Vec::new();
         let mut queue = std::collections::VecDeque::from([self.start]);
         self.cells[self.start as usize].stamp = 1;
         while let Some(u) = queue.pop_front() {
-            out.push((self.vis_key(u), self.point(u), self.cells[u as usize].fit));
+            let key = self.vis_key(u);
+            if vis.get(&key) == Some(VIS_HEAD) {
+                out.push((key, self.point(u), self.cells[u as usize].fit));
+                if out.len() == n {
+                    break;
+                }
+            }
             if !self.walks_on(u) {
                 continue;
             }
@@ -600,8 +607,19 @@ impl Local {
     }
 
     fn choose(&mut self, node: u32, posture: Posture, pixels: Option<Vec<u32>>, p: &DenseParams) {
+        self.answer.choice = Some(self.choice(node, posture, pixels, p));
+    }
+
+    /// The choice of `node` in `posture`, as the search stands.
+    fn choice(
+        &self,
+        node: u32,
+        posture: Posture,
+        pixels: Option<Vec<u32>>,
+        p: &DenseParams,
+    ) -> DenseChoice {
         let path = self.path(node, p);
-        self.answer.choice = Some(DenseChoice {
+        DenseChoice {
             position: self.point(node),
             posture,
             path_length: path.windows(2).fold(0.0, |s, w| s + w[0].distance(w[1])),
@@ -613,7 +631,15 @@ impl Local {
                 Check::Body
             },
             intervis_exposed: pixels,
-        });
+        }
+    }
+
+    /// The choice the awaited candidate makes if its measurement shows no pixel.
+    pub fn choice_if_hidden(&self, pixels: Vec<u32>, p: &DenseParams) -> Option<DenseChoice> {
+        let Phase::Verifying { node, posture } = self.phase else {
+            return None;
+        };
+        Some(self.choice(node, posture, Some(pixels), p))
     }
 
     /// The grid path to `node`, string-pulled over cells the search closed.
@@ -658,6 +684,14 @@ impl Local {
             ok
         })
     }
+}
+
+/// The floor within `step` of `from_y` nearest to it: where a walker at `from_y` enters a cell.
+pub(super) fn floor_near(floors: &[Floor], from_y: f32, step: f32) -> Option<&Floor> {
+    floors
+        .iter()
+        .filter(|f| (f.y - from_y).abs() <= step)
+        .min_by(|a, b| (a.y - from_y).abs().total_cmp(&(b.y - from_y).abs()))
 }
 
 pub(super) fn cm(y: f32) -> i32 {

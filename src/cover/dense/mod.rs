@@ -33,6 +33,8 @@ mod local;
 mod queue;
 mod shared;
 mod surface;
+#[cfg(test)]
+mod tests;
 
 pub use surface::{Floor, Surface, SurfaceStats, MAX_NEW_TILES, TILE};
 
@@ -197,10 +199,23 @@ pub fn find_cover_on(
     queries: &[DenseQuery],
     params: &DenseParams,
 ) -> Result<Vec<DenseAnswer>> {
+    let eager = engine.backend() == crate::Backend::Gpu;
+    answer(engine, scene, surface, queries, params, eager)
+}
+
+/// [`find_cover_on`] with the strategy named: `eager` (the GPU's) traces up front and
+/// measures several spots a query at once, else the CPU's lazy search. Both choose alike.
+fn answer(
+    engine: &Engine,
+    scene: &Scene,
+    surface: &mut Surface,
+    queries: &[DenseQuery],
+    params: &DenseParams,
+    gpu: bool,
+) -> Result<Vec<DenseAnswer>> {
     validate(queries, params)?;
     let agents: Vec<Agent> = queries.iter().map(|q| q.agent).collect();
     surface.prepare(engine, scene, &agents, params)?;
-    let gpu = engine.backend() == crate::Backend::Gpu;
     let mut d = Driver {
         engine,
         scene,
@@ -228,8 +243,8 @@ pub fn find_cover_on(
         let open: Vec<usize> = (0..queries.len())
             .filter(|&q| answers[q].is_none())
             .collect();
-        let mut asks = Vec::new();
-        let (mut wave, mut waiting) = d.pass(&open, &mut answers, &mut asks)?;
+        let (mut asks, mut specs) = (Vec::new(), Vec::new());
+        let (mut wave, mut waiting) = d.pass(&open, &mut answers, &mut asks, &mut specs)?;
         // The GPU gathers every search's needs of a pass into one wave.
         while !wave.is_empty() {
             log::debug!(
@@ -238,7 +253,7 @@ pub fn find_cover_on(
                 waiting.len()
             );
             wave.trace(engine, scene, queries, params, &mut d.shared, &mut d.rays)?;
-            (wave, waiting) = d.pass(&waiting, &mut answers, &mut asks)?;
+            (wave, waiting) = d.pass(&waiting, &mut answers, &mut asks, &mut specs)?;
         }
         if asks.is_empty() {
             break;
@@ -250,6 +265,10 @@ pub fn find_cover_on(
         );
         let groups = &d.shared.group_of;
         measure(engine, scene, queries, groups, &asks, &mut d.verdicts)?;
+        for spec in specs {
+            let qi = spec.qi;
+            answers[qi] = spec.resolve(groups[qi], &d.verdicts, d.rays[qi]);
+        }
     }
     Ok(answers
         .into_iter()
@@ -261,7 +280,7 @@ pub fn find_cover_on(
 enum Outcome {
     Waiting(usize),
     Done(usize, DenseAnswer),
-    Asks(Vec<(usize, Vec3, Posture)>),
+    Asks(Speculation),
 }
 
 /// What one call of [`find_cover_on`] works with.
@@ -287,8 +306,9 @@ impl Driver<'_> {
         open: &[usize],
         answers: &mut [Option<DenseAnswer>],
         asks: &mut Vec<(usize, Vec3, Posture)>,
+        specs: &mut Vec<Speculation>,
     ) -> Result<(Wave, Vec<usize>)> {
-        let speculate = if self.gpu { INTERVIS_AHEAD } else { 1 };
+        let ahead = if self.gpu { INTERVIS_AHEAD } else { 1 };
         let mut gathered = Wave::default();
         let mut waiting = Vec::new();
         for chunk in open.chunks(CHUNK) {
@@ -314,13 +334,16 @@ impl Driver<'_> {
             }
             let outcomes: Vec<Outcome> = states
                 .into_par_iter()
-                .map(|s| self.outcome(s, speculate))
+                .map(|s| self.outcome(s, ahead))
                 .collect();
             for o in outcomes {
                 match o {
                     Outcome::Waiting(qi) => waiting.push(qi),
                     Outcome::Done(qi, a) => answers[qi] = Some(a),
-                    Outcome::Asks(spots) => asks.extend(spots),
+                    Outcome::Asks(spec) => {
+                        asks.extend(spec.asks());
+                        specs.push(spec);
+                    }
                 }
             }
         }
@@ -345,7 +368,7 @@ impl Driver<'_> {
 
     /// Where a search stands after a run: waiting for a wave, answered, or awaiting verdicts
     /// on its next spots.
-    fn outcome(&self, s: Local, speculate: usize) -> Outcome {
+    fn outcome(&self, s: Local, ahead: usize) -> Outcome {
         if s.waiting() {
             return Outcome::Waiting(s.qi);
         }
@@ -356,7 +379,7 @@ impl Driver<'_> {
             return Outcome::Done(qi, a);
         }
         let (p, sh, v) = (self.params, &self.shared, &self.verdicts);
-        Outcome::Asks(candidates(s, p, sh, v, speculate))
+        Outcome::Asks(speculate(s, p, sh, v, ahead))
     }
 
     /// Runs the searches to their answers, tracing what they ask for in waves and measuring
@@ -428,22 +451,78 @@ fn run(s: &mut Local, params: &DenseParams, shared: &Shared, verdicts: &Verdicts
     }
 }
 
+/// One spot a search would measure next, every spot before it assumed turned down.
+struct Step {
+    at: Vec3,
+    posture: Posture,
+    /// The choice if this spot shows no pixel (its pixels are filled in then).
+    choice: DenseChoice,
+    /// Cells explored and spots turned down when the search came to this one.
+    explored: usize,
+    rejected: usize,
+}
+
+/// What a search will answer once its next spots are measured, worked out before they are, so
+/// the search need not run again after the measurement when one of them passes.
+struct Speculation {
+    qi: usize,
+    steps: Vec<Step>,
+    /// The search's answer as it stood after every step was turned down.
+    after: DenseAnswer,
+    /// Whether that ended the search.
+    done: bool,
+}
+
+impl Speculation {
+    /// The spots to measure.
+    fn asks(&self) -> impl Iterator<Item = (usize, Vec3, Posture)> + '_ {
+        self.steps.iter().map(|st| (self.qi, st.at, st.posture))
+    }
+
+    /// The answer, given the verdicts on the steps; `None` when every step is turned down and
+    /// the search goes on (or a verdict is missing).
+    fn resolve(self, group: u32, verdicts: &Verdicts, rays: usize) -> Option<DenseAnswer> {
+        let mut a = self.after;
+        a.rays = rays;
+        for st in self.steps {
+            let px = verdicts.get(&verdict_key(group, st.at, st.posture))?;
+            if px.iter().all(|&n| n == 0) {
+                let mut choice = st.choice;
+                choice.intervis_exposed = Some(px.clone());
+                a.choice = Some(choice);
+                a.explored.truncate(st.explored);
+                a.rejected.truncate(st.rejected);
+                return Some(a);
+            }
+            a.rejected[st.rejected].exposed.clone_from(px);
+        }
+        self.done.then_some(a)
+    }
+}
+
 /// The next `n` spots search `s` would measure, each assumed turned down, as far as the cache
-/// holds what they need.
-fn candidates(
-    s: Local,
+/// holds what they need, with the answer each would give.
+fn speculate(
+    mut s: Local,
     params: &DenseParams,
     shared: &Shared,
     verdicts: &Verdicts,
     n: usize,
-) -> Vec<(usize, Vec3, Posture)> {
-    let mut s = s;
-    let mut out = Vec::new();
-    while out.len() < n {
-        let Some((at, posture)) = s.pending_choice() else {
+) -> Speculation {
+    let mut steps = Vec::new();
+    while steps.len() < n {
+        let (Some((at, posture)), Some(choice)) =
+            (s.pending_choice(), s.choice_if_hidden(Vec::new(), params))
+        else {
             break;
         };
-        out.push((s.qi, at, posture));
+        steps.push(Step {
+            at,
+            posture,
+            choice,
+            explored: s.answer.explored.len(),
+            rejected: s.answer.rejected.len(),
+        });
         s.verified(vec![u32::MAX], params);
         let mut scratch = Wave::default();
         run(&mut s, params, shared, verdicts, &mut scratch);
@@ -451,7 +530,12 @@ fn candidates(
             break;
         }
     }
-    out
+    Speculation {
+        qi: s.qi,
+        steps,
+        done: s.phase == Phase::Done,
+        after: s.answer,
+    }
 }
 
 /// Measures spots with the intervis humanoid, in one call, and files the verdicts; a spot
