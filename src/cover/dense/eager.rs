@@ -11,7 +11,7 @@
 //! What the searches still miss (a candidate farther than that) they ask for as they go, as
 //! the CPU's lazy search does; the choice is the same either way.
 
-use super::local::{cm, floor_near, Local, NEIGHBOURS, VIS_HEAD, VIS_UNKNOWN};
+use super::local::{cm, floor_near, NEIGHBOURS, VIS_HEAD, VIS_UNKNOWN};
 use super::shared::{cell_key, Ask, Shared, VisKey, Wave, START_KEY};
 use super::surface::Surface;
 use super::{DenseParams, DenseQuery};
@@ -19,16 +19,16 @@ use crate::cover::Posture;
 use crate::{Engine, Result, Scene};
 use glam::Vec3;
 use rayon::prelude::*;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 /// Cells per agent whose whole body the second call traces.
 const BODIES: usize = 128;
-/// Queries whose nearest hidden heads are gathered at once (bounds the transient lists).
-const GATHER: usize = 256;
 /// Largest number of cells the first call traces; beyond it the searches ask as they go.
-const MAX_ENTRIES: usize = 1 << 25;
-/// Largest number of bodies the second call traces.
-const MAX_BODIES: usize = MAX_ENTRIES / BODIES;
+const MAX_ENTRIES: usize = 1 << 23;
+/// Largest number of bodies the second call traces (each some 700 segments).
+const MAX_BODIES: usize = 1 << 15;
+/// Agents whose nearest hidden heads are gathered at once (bounds the transient lists).
+const GATHER: usize = 4096;
 
 /// Traces the two up-front calls (see the module docs) and files the results in `shared`.
 pub(super) fn prefill(
@@ -42,40 +42,55 @@ pub(super) fn prefill(
 ) -> Result<()> {
     let mut heads = Wave::default();
     let mut budget = MAX_ENTRIES;
-    for (g, members) in group_members(&shared.group_of).iter().enumerate() {
-        let group = (members.as_slice(), g as u32);
-        for (key, at, fit, qi) in reach_group(surface, queries, group, params, &mut budget) {
-            if !shared.vis.contains_key(&key) {
-                heads.vis(Ask::whole(key, at, VIS_UNKNOWN, fit, qi));
-            }
+    let groups: Vec<Graph> = group_members(&shared.group_of)
+        .into_iter()
+        .enumerate()
+        .map(|(g, members)| Graph::flood(surface, queries, members, g as u32, params, &mut budget))
+        .collect();
+    for n in groups.iter().flat_map(|g| &g.nodes) {
+        if !shared.vis.contains_key(&n.key) {
+            heads.vis(Ask::whole(n.key, n.at, VIS_UNKNOWN, n.fit, n.qi));
         }
     }
     heads.trace(engine, scene, queries, params, shared, rays)?;
-    // The nearest hidden heads of each agent (found on every core): every posture's body.
+    let bodies = nearest_bodies(&groups, queries, params, shared);
+    bodies.trace(engine, scene, queries, params, shared, rays)
+}
+
+/// Each agent's nearest [`BODIES`] cells whose prone head hides (found on every core, a
+/// block of agents at a time), asking for every posture's body; at most [`MAX_BODIES`].
+fn nearest_bodies(
+    groups: &[Graph],
+    queries: &[DenseQuery],
+    params: &DenseParams,
+    shared: &Shared,
+) -> Wave {
     let mut bodies = Wave::default();
-    for first in (0..queries.len()).step_by(GATHER) {
-        let last = (first + GATHER).min(queries.len());
-        let nearest: Vec<_> = (first..last)
-            .into_par_iter()
-            .map(|qi| {
-                Local::new(qi, &queries[qi], params, shared, surface).nearest_hidden(
-                    params,
-                    &shared.vis,
-                    BODIES,
-                )
-            })
+    for g in groups {
+        let hidden: Vec<bool> = g
+            .nodes
+            .iter()
+            .map(|n| shared.vis.get(&n.key) == Some(VIS_HEAD))
             .collect();
-        for (qi, list) in (first..).zip(nearest) {
-            for (key, at, fit) in list {
-                bodies.vis(Ask::whole(key, at, VIS_HEAD, fit, qi));
+        for first in (0..g.members.len()).step_by(GATHER) {
+            let block = first..(first + GATHER).min(g.members.len());
+            let nearest: Vec<Vec<u32>> = block
+                .clone()
+                .into_par_iter()
+                .map_init(Visited::default, |seen, m| {
+                    g.nearest(m, queries, params, &hidden, seen)
+                })
+                .collect();
+            for (m, list) in block.zip(nearest) {
+                let room = MAX_BODIES.saturating_sub(bodies.len());
+                for id in list.into_iter().take(room) {
+                    let n = &g.nodes[id as usize];
+                    bodies.vis(Ask::whole(n.key, n.at, VIS_HEAD, n.fit, g.members[m]));
+                }
             }
         }
-        if bodies.len() >= MAX_BODIES {
-            break;
-        }
     }
-    bodies.trace(engine, scene, queries, params, shared, rays)?;
-    Ok(())
+    bodies
 }
 
 /// The queries of each observer group, in query order.
@@ -91,61 +106,177 @@ fn group_members(group_of: &[u32]) -> Vec<Vec<usize>> {
     members
 }
 
-/// Every cell some agent of one group can reach within its radius, on every floor some agent
-/// reaches it at, found in one breadth-first flood from all of them: their visibility keys,
-/// ground points, fits and the agent whose flood came first (which the rays are counted to).
-/// A superset of each agent's own flood (the same steps, over the union of their discs), so
-/// the searches find every cell they reach traced. At most `budget` cells (which it lessens).
-fn reach_group(
-    surface: &Surface,
-    queries: &[DenseQuery],
-    (members, group): (&[usize], u32),
-    p: &DenseParams,
-    budget: &mut usize,
-) -> Vec<(VisKey, Vec3, u8, usize)> {
-    let q0 = &queries[members[0]];
-    let shape = surface.shape_of(&q0.agent);
-    let cover = Coverage::of(queries, members, p);
-    let standing = 1 + Posture::Standing as u8;
-    let mut out = Vec::new();
-    let mut queue = std::collections::VecDeque::new();
-    for &qi in members {
-        let a = queries[qi].agent.position;
-        let xz = (u64::from(a.x.to_bits()) << 32) | u64::from(a.z.to_bits());
-        out.push((
-            (xz, a.y.to_bits() as i32, group | START_KEY),
-            a,
-            standing,
-            qi,
-        ));
-        let cell = ((a.x / p.cell).floor() as i32, (a.z / p.cell).floor() as i32);
-        queue.push_back((cell, a.y, qi));
+/// A cell on a floor one of a group's agents can reach (or an agent's own spot).
+struct Node {
+    key: VisKey,
+    at: Vec3,
+    fit: u8,
+    /// The agent whose flood came first (the rays are counted to it).
+    qi: usize,
+    cell: (i32, i32),
+}
+
+/// Where one observer group's agents can walk: every cell some agent reaches within its
+/// radius, on every floor some agent reaches it at, and the steps between them.
+struct Graph {
+    members: Vec<usize>,
+    /// The members' own spots first, in member order, then breadth first.
+    nodes: Vec<Node>,
+    /// Node `u`'s steps are `edges[first_edge[u]..first_edge[u + 1]]`.
+    first_edge: Vec<u32>,
+    edges: Vec<u32>,
+}
+
+impl Graph {
+    /// One breadth-first flood from all of a group's agents over the walk surface, by the
+    /// search's own steps, over the union of their discs: a superset of each agent's own flood,
+    /// so the searches find every cell they reach traced. At most `budget` nodes (which it
+    /// lessens); beyond it the searches ask as they go.
+    fn flood(
+        surface: &Surface,
+        queries: &[DenseQuery],
+        members: Vec<usize>,
+        group: u32,
+        p: &DenseParams,
+        budget: &mut usize,
+    ) -> Graph {
+        let shape = surface.shape_of(&queries[members[0]].agent);
+        let cover = Coverage::of(queries, &members, p);
+        let mut g = Graph {
+            nodes: members
+                .iter()
+                .map(|&qi| start(queries, qi, group, p))
+                .collect(),
+            members,
+            first_edge: vec![0],
+            edges: Vec::new(),
+        };
+        let mut ids: FxHashMap<(i32, i32, u32), u32> = FxHashMap::default();
+        let mut u = 0;
+        while u < g.nodes.len() {
+            let ((i, j), y, walks) = (
+                g.nodes[u].cell,
+                g.nodes[u].at.y,
+                g.nodes[u].fit > Posture::Crouching as u8,
+            );
+            for (di, dj) in NEIGHBOURS.iter().filter(|_| walks) {
+                let (vi, vj) = (i + di, j + dj);
+                if !cover.contains(vi, vj) {
+                    continue;
+                }
+                let Some(f) = floor_near(surface.floors(shape, vi, vj), y, p.step_height) else {
+                    continue;
+                };
+                if f.fit == 0 {
+                    continue;
+                }
+                let next = g.nodes.len() as u32;
+                let id = (vi, vj, f.y.to_bits());
+                let v = match ids.get(&id) {
+                    Some(&v) => v,
+                    None if g.nodes.len() >= *budget => continue,
+                    None => {
+                        ids.insert(id, next);
+                        next
+                    }
+                };
+                if v == next {
+                    let at = Vec3::new((vi as f32 + 0.5) * p.cell, f.y, (vj as f32 + 0.5) * p.cell);
+                    g.nodes.push(Node {
+                        key: (cell_key(vi, vj), cm(f.y), group),
+                        at,
+                        fit: f.fit,
+                        qi: g.nodes[u].qi,
+                        cell: (vi, vj),
+                    });
+                }
+                g.edges.push(v);
+            }
+            g.first_edge.push(g.edges.len() as u32);
+            u += 1;
+        }
+        *budget -= g.nodes.len().min(*budget);
+        g
     }
-    let mut seen: FxHashSet<(i32, i32, u32)> = FxHashSet::default();
-    'flood: while let Some(((i, j), y, qi)) = queue.pop_front() {
-        for (di, dj) in NEIGHBOURS {
-            let (vi, vj) = (i + di, j + dj);
-            if !cover.contains(vi, vj) {
-                continue;
+
+    /// Member `m`'s first `n` nodes, breadth first within its radius, whose prone head hides
+    /// with the body not traced yet.
+    fn nearest(
+        &self,
+        m: usize,
+        queries: &[DenseQuery],
+        p: &DenseParams,
+        hidden: &[bool],
+        seen: &mut Visited,
+    ) -> Vec<u32> {
+        let a = queries[self.members[m]].agent.position;
+        let in_radius = |(i, j): (i32, i32)| {
+            let c = glam::Vec2::new((i as f32 + 0.5) * p.cell, (j as f32 + 0.5) * p.cell);
+            c.distance_squared(glam::Vec2::new(a.x, a.z)) <= p.radius * p.radius
+        };
+        seen.clear(self.nodes.len());
+        let mut out = Vec::new();
+        let mut queue = std::collections::VecDeque::from([m as u32]);
+        seen.insert(m as u32);
+        while let Some(u) = queue.pop_front() {
+            if hidden[u as usize] {
+                out.push(u);
+                if out.len() == BODIES {
+                    break;
+                }
             }
-            let Some(f) = floor_near(surface.floors(shape, vi, vj), y, p.step_height) else {
-                continue;
-            };
-            if f.fit == 0 || !seen.insert((vi, vj, f.y.to_bits())) {
-                continue;
-            }
-            if out.len() >= *budget {
-                break 'flood;
-            }
-            let at = Vec3::new((vi as f32 + 0.5) * p.cell, f.y, (vj as f32 + 0.5) * p.cell);
-            out.push(((cell_key(vi, vj), cm(f.y), group), at, f.fit, qi));
-            if f.fit > Posture::Crouching as u8 {
-                queue.push_back(((vi, vj), f.y, qi));
+            let steps = self.first_edge[u as usize]..self.first_edge[u as usize + 1];
+            for &v in &self.edges[steps.start as usize..steps.end as usize] {
+                if !seen.contains(v) && in_radius(self.nodes[v as usize].cell) {
+                    seen.insert(v);
+                    queue.push_back(v);
+                }
             }
         }
+        out
     }
-    *budget -= out.len();
-    out
+}
+
+/// An agent's own spot: seen at its feet, where it stands.
+fn start(queries: &[DenseQuery], qi: usize, group: u32, p: &DenseParams) -> Node {
+    let a = queries[qi].agent.position;
+    let xz = (u64::from(a.x.to_bits()) << 32) | u64::from(a.z.to_bits());
+    Node {
+        key: (xz, a.y.to_bits() as i32, group | START_KEY),
+        at: a,
+        fit: 1 + Posture::Standing as u8,
+        qi,
+        cell: ((a.x / p.cell).floor() as i32, (a.z / p.cell).floor() as i32),
+    }
+}
+
+/// Nodes one flood has reached: a bit each, cleared word by word where set.
+#[derive(Default)]
+struct Visited {
+    bits: Vec<u64>,
+    set: Vec<u32>,
+}
+
+impl Visited {
+    fn clear(&mut self, nodes: usize) {
+        for &w in &self.set {
+            self.bits[w as usize] = 0;
+        }
+        self.set.clear();
+        self.bits.resize(nodes.div_ceil(64), 0);
+    }
+
+    fn contains(&self, v: u32) -> bool {
+        self.bits[(v / 64) as usize] >> (v % 64) & 1 != 0
+    }
+
+    fn insert(&mut self, v: u32) {
+        let (w, b) = ((v / 64) as usize, v % 64);
+        if self.bits[w] == 0 {
+            self.set.push(w as u32);
+        }
+        self.bits[w] |= 1 << b;
+    }
 }
 
 /// Cells within the radius of some agent of a group (a cell more at each end of a row), as

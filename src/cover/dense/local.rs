@@ -3,7 +3,7 @@
 //! batch's shared cache and from the waves.
 
 use super::queue::RadixHeap;
-use super::shared::{cell_key, Ask, Shared, VisCache, VisKey, Wave, START_KEY};
+use super::shared::{cell_key, Ask, Shared, VisKey, Wave, START_KEY};
 use super::surface::{Floor, Surface, Window};
 use super::{DenseAnswer, DenseChoice, DenseParams, DenseQuery, Explored};
 use crate::cover::field::CellCover;
@@ -406,44 +406,6 @@ impl Local {
                 }
             }
         }
-    }
-
-    /// The first `n` cells the agent can reach within the radius, breadth first (nearest
-    /// first, roughly by path length), whose prone head `vis` holds hidden from every observer
-    /// with the body not traced yet: their visibility keys, ground points and fits.
-    pub fn nearest_hidden(
-        mut self,
-        p: &DenseParams,
-        vis: &VisCache,
-        n: usize,
-    ) -> Vec<(VisKey, Vec3, u8)> {
-        let mut out = Vec::new();
-        let mut queue = std::collections::VecDeque::from([self.start]);
-        self.cells[self.start as usize].stamp = 1;
-        while let Some(u) = queue.pop_front() {
-            let key = self.vis_key(u);
-            if vis.get(&key) == Some(VIS_HEAD) {
-                out.push((key, self.point(u), self.cells[u as usize].fit));
-                if out.len() == n {
-                    break;
-                }
-            }
-            if !self.walks_on(u) {
-                continue;
-            }
-            let (i, j) = self.cell_of(u);
-            let y = self.cells[u as usize].ground;
-            for (di, dj) in NEIGHBOURS {
-                if let Some(v) = self.index(i + di, j + dj) {
-                    let at = (i + di, j + dj);
-                    if self.cells[v as usize].stamp == 0 && self.enter(v, at, y, p).is_some() {
-                        self.cells[v as usize].stamp = 1;
-                        queue.push_back(v);
-                    }
-                }
-            }
-        }
-        out
     }
 
     /// Whether the search asked for visibility not traced yet.
