@@ -129,7 +129,9 @@ impl Engine {
         options: EngineOptions,
     ) -> Result<Engine> {
         let lost = Arc::new(Mutex::new(None));
-        let ray_query = options.ray_query.choose(device.features())?;
+        let ray_query = options
+            .ray_query
+            .choose(device.features(), device.adapter_info().device_type)?;
         Ok(Engine {
             fusion: Fusion::None,
             gpu: Some(GpuTracer::new(
@@ -235,7 +237,9 @@ impl Engine {
     /// A GPU engine on its own device of `adapter`.
     fn on_adapter(adapter: &wgpu::Adapter, options: EngineOptions) -> Result<Engine> {
         let info = adapter.get_info();
-        let ray_query = options.ray_query.choose(adapter.features())?;
+        let ray_query = options
+            .ray_query
+            .choose(adapter.features(), info.device_type)?;
         let (device, queue) = pollster::block_on(
             adapter.request_device(&Self::device_descriptor(adapter, ray_query)),
         )

@@ -22,9 +22,11 @@ use std::sync::Mutex;
 /// Whether an engine walks the scene with hardware ray queries.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RayQuery {
-    /// Ray queries when the adapter offers them, else the compute kernels. The environment
-    /// variable `SIGHTLINE_RAY_QUERY` (`on`, `off` or `auto`) overrides it, so a test suite
-    /// can run on either path unchanged.
+    /// Ray queries when a GPU offers them, else the compute kernels. An adapter that runs on
+    /// the CPU (lavapipe) gets the compute kernels even where it offers ray queries: it walks
+    /// its acceleration structures in software on the same cores, slower than the compute
+    /// walk. The environment variable `SIGHTLINE_RAY_QUERY` (`on`, `off` or `auto`) overrides
+    /// it, so a test suite can run on either path unchanged.
     #[default]
     Auto,
     /// Ray queries, or an error when the adapter (or a caller's device) lacks them.
@@ -59,12 +61,13 @@ impl RayQuery {
         }
     }
 
-    /// Whether to use ray queries on a device with `features`: an error for `On` without them.
-    pub(crate) fn choose(self, features: wgpu::Features) -> Result<bool> {
+    /// Whether to use ray queries on a device with `features` of type `kind`: an error for
+    /// `On` without them.
+    pub(crate) fn choose(self, features: wgpu::Features, kind: wgpu::DeviceType) -> Result<bool> {
         let offered = features.contains(wgpu::Features::EXPERIMENTAL_RAY_QUERY);
         match self.resolved()? {
             RayQuery::Off => Ok(false),
-            RayQuery::Auto => Ok(offered),
+            RayQuery::Auto => Ok(offered && kind != wgpu::DeviceType::Cpu),
             RayQuery::On if offered => Ok(true),
             RayQuery::On => Err(Error::Gpu(
                 "ray queries were asked for (--ray-query on, RayQuery::On or \
@@ -274,7 +277,16 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("auto, on, off"));
-        assert!(!RayQuery::Off.choose(wgpu::Features::all()).unwrap());
-        assert!(RayQuery::On.choose(wgpu::Features::empty()).is_err());
+        let (all, none) = (wgpu::Features::all(), wgpu::Features::empty());
+        let gpu = wgpu::DeviceType::DiscreteGpu;
+        assert!(!RayQuery::Off.choose(all, gpu).unwrap());
+        assert!(RayQuery::On.choose(none, gpu).is_err());
+        assert!(RayQuery::On.choose(all, wgpu::DeviceType::Cpu).unwrap());
+        // Auto as the environment leaves it: on a CPU adapter the compute kernels.
+        if RayQuery::Auto.resolved().unwrap() == RayQuery::Auto {
+            assert!(RayQuery::Auto.choose(all, gpu).unwrap());
+            assert!(!RayQuery::Auto.choose(all, wgpu::DeviceType::Cpu).unwrap());
+            assert!(!RayQuery::Auto.choose(none, gpu).unwrap());
+        }
     }
 }

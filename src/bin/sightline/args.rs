@@ -41,8 +41,9 @@ pub struct SceneArgs {
     /// may (the first or the last product of each sum), to see what a real GPU may change.
     #[arg(long, value_enum)]
     pub fused: Option<FusedArg>,
-    /// How the GPU backend walks the scene: auto (hardware ray queries where the adapter offers
-    /// them, else the compute kernels), on (ray queries or an error) or off (compute kernels).
+    /// How the GPU backend walks the scene: auto (hardware ray queries where a GPU offers
+    /// them, else the compute kernels, also on a software adapter such as lavapipe, whose own
+    /// walk is slower), on (ray queries or an error) or off (compute kernels).
     /// SIGHTLINE_RAY_QUERY sets what auto means.
     #[arg(long, value_enum, default_value_t = RayQueryArg::Auto)]
     pub ray_query: RayQueryArg,
