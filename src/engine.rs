@@ -34,7 +34,8 @@ pub struct EngineOptions {
     /// than this are split (tests use it to force splitting on small inputs).
     pub max_binding_bytes: Option<u64>,
     /// Whether the kernels walk the scene with hardware ray queries (acceleration structures)
-    /// or with the compute BVH walk; by default ray queries wherever the device offers them.
+    /// or with the compute BVH walk; by default ray queries wherever a GPU offers them, the
+    /// compute walk on a CPU adapter (lavapipe) ([`RayQuery::Auto`]).
     pub ray_query: RayQuery,
 }
 

@@ -23,7 +23,9 @@ use rustc_hash::FxHashMap;
 
 /// Cells per agent whose whole body the second call traces.
 const BODIES: usize = 128;
-/// Largest number of cells the first call traces; beyond it the searches ask as they go.
+/// Largest number of nodes (cells on a floor) the groups' floods keep, besides the agents'
+/// own spots; the first call traces those not cached yet, and the searches ask for the rest as
+/// they go.
 const MAX_ENTRIES: usize = 1 << 23;
 /// Largest number of bodies the second call traces (each some 700 segments).
 const MAX_BODIES: usize = 1 << 15;
@@ -49,7 +51,7 @@ pub(super) fn prefill(
         .collect();
     for n in groups.iter().flat_map(|g| &g.nodes) {
         if !shared.vis.contains_key(&n.key) {
-            heads.vis(Ask::whole(n.key, n.at, VIS_UNKNOWN, n.fit, n.qi));
+            heads.vis(Ask::whole(n.key, n.at, VIS_UNKNOWN, n.fit, n.qi as usize));
         }
     }
     heads.trace(engine, scene, queries, params, shared, rays)?;
@@ -73,6 +75,9 @@ fn nearest_bodies(
             .map(|n| shared.vis.get(&n.key) == Some(VIS_HEAD))
             .collect();
         for first in (0..g.members.len()).step_by(GATHER) {
+            if bodies.len() >= MAX_BODIES {
+                return bodies;
+            }
             let block = first..(first + GATHER).min(g.members.len());
             let nearest: Vec<Vec<u32>> = block
                 .clone()
@@ -112,7 +117,7 @@ struct Node {
     at: Vec3,
     fit: u8,
     /// The agent whose flood came first (the rays are counted to it).
-    qi: usize,
+    qi: u32,
     cell: (i32, i32),
 }
 
@@ -199,8 +204,8 @@ impl Graph {
         g
     }
 
-    /// Member `m`'s first `n` nodes, breadth first within its radius, whose prone head hides
-    /// with the body not traced yet.
+    /// Member `m`'s first [`BODIES`] nodes, breadth first within its radius, whose prone head
+    /// hides with the body not traced yet.
     fn nearest(
         &self,
         m: usize,
@@ -245,7 +250,7 @@ fn start(queries: &[DenseQuery], qi: usize, group: u32, p: &DenseParams) -> Node
         key: (xz, a.y.to_bits() as i32, group | START_KEY),
         at: a,
         fit: 1 + Posture::Standing as u8,
-        qi,
+        qi: qi as u32,
         cell: ((a.x / p.cell).floor() as i32, (a.z / p.cell).floor() as i32),
     }
 }

@@ -596,12 +596,13 @@ impl Local {
         }
     }
 
-    /// The choice the awaited candidate makes if its measurement shows no pixel.
-    pub fn choice_if_hidden(&self, pixels: Vec<u32>, p: &DenseParams) -> Option<DenseChoice> {
+    /// The choice the awaited candidate makes if its measurement shows no pixel (its pixels
+    /// left empty).
+    pub fn choice_if_hidden(&self, p: &DenseParams) -> Option<DenseChoice> {
         let Phase::Verifying { node, posture } = self.phase else {
             return None;
         };
-        Some(self.choice(node, posture, Some(pixels), p))
+        Some(self.choice(node, posture, Some(Vec::new()), p))
     }
 
     /// The grid path to `node`, string-pulled over cells the search closed.

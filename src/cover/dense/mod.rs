@@ -511,8 +511,7 @@ fn speculate(
 ) -> Speculation {
     let mut steps = Vec::new();
     while steps.len() < n {
-        let (Some((at, posture)), Some(choice)) =
-            (s.pending_choice(), s.choice_if_hidden(Vec::new(), params))
+        let (Some((at, posture)), Some(choice)) = (s.pending_choice(), s.choice_if_hidden(params))
         else {
             break;
         };

@@ -260,7 +260,6 @@ impl Wave {
         shared: &mut Shared,
         rays: &mut [usize],
     ) -> Result<()> {
-        let t0 = std::time::Instant::now();
         let mut job = Job::default();
         // Each segment's eye: its group's first eye plus the observer's index.
         job.first_eye.push(0);
@@ -279,20 +278,9 @@ impl Wave {
             })
             .collect();
         let eyes = *job.first_eye.last().unwrap() as usize;
-        let t1 = t0.elapsed();
         let blocked = occluded_by_eye(engine, scene, &job.segs, &job.eye, eyes)?;
-        let t2 = t0.elapsed();
         for (a, sp) in self.vis.iter().zip(spans) {
             shared.file(a.key, next_code(a, &sp, &blocked));
-        }
-        if self.vis.len() > 1000 {
-            eprintln!(
-                "wave {} segs {}: build {t1:?} trace {:?} file {:?}",
-                self.vis.len(),
-                job.segs.len(),
-                t2 - t1,
-                t0.elapsed() - t2
-            );
         }
         Ok(())
     }
