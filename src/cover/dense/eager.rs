@@ -156,7 +156,13 @@ impl Graph {
             first_edge: vec![0],
             edges: Vec::new(),
         };
+        // A lone agent's flood keeps one floor per cell (the first reached) and never re-enters
+        // its own cell, as its search's first reach does; a group keeps every floor reached.
+        let lone = g.members.len() == 1;
         let mut ids: FxHashMap<(i32, i32, u32), u32> = FxHashMap::default();
+        if lone {
+            ids.insert((g.nodes[0].cell.0, g.nodes[0].cell.1, 0), 0);
+        }
         let mut u = 0;
         while u < g.nodes.len() {
             let ((i, j), y, walks) = (
@@ -176,7 +182,7 @@ impl Graph {
                     continue;
                 }
                 let next = g.nodes.len() as u32;
-                let id = (vi, vj, f.y.to_bits());
+                let id = (vi, vj, if lone { 0 } else { f.y.to_bits() });
                 let v = match ids.get(&id) {
                     Some(&v) => v,
                     None if g.nodes.len() >= *budget => continue,

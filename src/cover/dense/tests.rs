@@ -22,20 +22,26 @@ fn ground(engine: &Engine, scene: &Scene, x: f32, z: f32) -> Option<Vec3> {
     (walk && !hit.back && hit.normal.y > 0.8).then(|| top - Vec3::Y * hit.t)
 }
 
-/// `n` agents within 20 m of the origin facing 4 observers (two groups: sight and fire).
-fn queries(engine: &Engine, scene: &Scene, n: usize, seed: u64) -> Vec<DenseQuery> {
+/// `n` agents within 20 m of the origin facing 4 observers: the same 4 for all (two groups:
+/// sight and fire), or 4 of each agent's own (a group each).
+fn queries(engine: &Engine, scene: &Scene, n: usize, seed: u64, own: bool) -> Vec<DenseQuery> {
     let mut rng = SplitMix64(seed);
     let mut at = |r: f32| loop {
         if let Some(p) = ground(engine, scene, rng.range(-r, r), rng.range(-r, r)) {
             return p;
         }
     };
-    let observers: Vec<Vec3> = (0..4).map(|_| at(28.0) + Vec3::Y * 1.7).collect();
+    let mut observers: Vec<Vec3> = (0..4).map(|_| at(28.0) + Vec3::Y * 1.7).collect();
     (0..n)
-        .map(|k| DenseQuery {
-            agent: Agent::soldier(at(20.0)),
-            observers: observers.clone(),
-            mask: if k % 3 == 0 { Mask::FIRE } else { Mask::SIGHT },
+        .map(|k| {
+            if own {
+                observers = (0..4).map(|_| at(28.0) + Vec3::Y * 1.7).collect();
+            }
+            DenseQuery {
+                agent: Agent::soldier(at(20.0)),
+                observers: observers.clone(),
+                mask: if k % 3 == 0 { Mask::FIRE } else { Mask::SIGHT },
+            }
         })
         .collect()
 }
@@ -47,8 +53,10 @@ fn the_eager_strategy_answers_as_the_lazy_one() {
     let params = DenseParams::standard();
     let mut surface = Surface::new();
     let (mut rejected, mut most) = (0, 0);
-    for seed in [3, 4] {
-        let qs = queries(&engine, &scene, 120, seed);
+    // Shared observers (one flood per group, every floor kept), then a group per agent (each
+    // flood one floor per cell).
+    for (seed, own) in [(3, false), (4, false), (5, true)] {
+        let qs = queries(&engine, &scene, 120, seed, own);
         let lazy = answer(&engine, &scene, &mut surface, &qs, &params, false).unwrap();
         let eager = answer(&engine, &scene, &mut surface, &qs, &params, true).unwrap();
         let same = |a: &DenseAnswer, b: &DenseAnswer| {
