@@ -129,9 +129,10 @@ pub(super) struct Local {
     pub all_eyes: bool,
 }
 
-/// Path lengths in the heap as 1e-4 m integers (exact ordering, no NaN).
+/// Path lengths in the heap as 1e-4 m integers (exact ordering, no NaN); `g >= 0`, so adding
+/// a half and truncating rounds (without a call to the C library's `roundf`).
 fn key(g: f32) -> u32 {
-    (g * 1e4).round() as u32
+    (g * 1e4 + 0.5) as u32
 }
 
 pub(super) const NEIGHBOURS: [(i32, i32); 8] = [
@@ -298,7 +299,7 @@ impl Local {
         self.cells[k].vis |= VIS_PENDING;
         self.pending.push(idx);
         let all_eyes = self.all_eyes && (code == VIS_UNKNOWN || head_first(code));
-        wave.vis(Ask {
+        wave.fresh(Ask {
             key,
             at: self.point(idx),
             code,
@@ -657,6 +658,9 @@ pub(super) fn floor_near(floors: &[Floor], from_y: f32, step: f32) -> Option<&Fl
         .min_by(|a, b| (a.y - from_y).abs().total_cmp(&(b.y - from_y).abs()))
 }
 
+/// Centimetres, rounded half away from zero (adding a signed half and truncating: no call to
+/// the C library's `roundf`, which costs a search more than its cache lookups).
 pub(super) fn cm(y: f32) -> i32 {
-    (y * 100.0).round() as i32
+    let c = y * 100.0;
+    (c + 0.5f32.copysign(c)) as i32
 }

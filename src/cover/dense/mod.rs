@@ -65,8 +65,10 @@ pub struct DenseParams {
     /// Among candidates at most this much farther (metres of path) than the nearest, the highest
     /// hidden posture wins (nearest first, posture second). Default 0.25 m: one cell.
     pub posture_tie: f32,
-    /// Path length per wave: cells up to this much beyond the nearest open one are traced
-    /// together. Default 1 m.
+    /// Path length per wave of the CPU's lazy search: cells up to this much beyond the nearest
+    /// open one are traced together. Default 0.25 m (one cell): on the CPU a wave costs no
+    /// wait, so the narrowest band traces least (a query on `village` took 11% less time than
+    /// with 1 m). The GPU's strategy traces up front and does not use it.
     pub band: f32,
     /// The body sample.
     pub body: BodyParams,
@@ -86,7 +88,7 @@ impl DenseParams {
             step_height: 0.3,
             max_slope: std::f32::consts::FRAC_PI_4,
             posture_tie: 0.25,
-            band: 1.0,
+            band: 0.25,
             body: BodyParams::standard(),
             verify_intervis: true,
             max_rejections: 32,

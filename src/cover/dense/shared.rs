@@ -208,14 +208,34 @@ impl Ask {
 #[derive(Default)]
 pub(super) struct Wave {
     vis: Vec<Ask>,
-    vis_seen: FxHashSet<VisKey>,
+    /// The keys of `vis` once a request may repeat one (see [`Wave::fresh`]).
+    seen: FxHashSet<VisKey>,
+    /// Requests of `vis` from its start not in `seen` yet.
+    unseen: usize,
 }
 
 impl Wave {
     /// Asks for the next visibility stage of a cell (once per wave, whoever asks).
     pub fn vis(&mut self, ask: Ask) {
-        if self.vis_seen.insert(ask.key) {
+        self.index();
+        if self.seen.insert(ask.key) {
             self.vis.push(ask);
+        }
+    }
+
+    /// Asks for a cell this wave cannot hold yet (one search asks for a cell once a wave):
+    /// no lookup unless the wave later merges others.
+    pub fn fresh(&mut self, ask: Ask) {
+        self.vis.push(ask);
+        self.unseen += 1;
+    }
+
+    /// Files the keys of the requests added by [`Wave::fresh`].
+    fn index(&mut self) {
+        if self.unseen > 0 {
+            let from = self.vis.len() - self.unseen;
+            self.seen.extend(self.vis[from..].iter().map(|a| a.key));
+            self.unseen = 0;
         }
     }
 
@@ -225,10 +245,12 @@ impl Wave {
 
     /// Adds another wave's requests that this one does not hold yet.
     pub fn absorb(&mut self, other: Wave) {
+        if self.vis.is_empty() {
+            *self = other;
+            return;
+        }
         for a in other.vis {
-            if self.vis_seen.insert(a.key) {
-                self.vis.push(a);
-            }
+            self.vis(a);
         }
     }
 
@@ -261,6 +283,10 @@ impl Wave {
         rays: &mut [usize],
     ) -> Result<()> {
         let mut job = Job::default();
+        // Mostly heads from one observer: room for that, so a wave grows its lists rarely.
+        job.segs.reserve(2 * self.vis.len());
+        job.eye.reserve(2 * self.vis.len());
+        job.from.reserve(self.vis.len());
         // Each segment's eye: its group's first eye plus the observer's index.
         job.first_eye.push(0);
         for &g in &shared.groups {
@@ -280,7 +306,8 @@ impl Wave {
         let eyes = *job.first_eye.last().unwrap() as usize;
         let blocked = occluded_by_eye(engine, scene, &job.segs, &job.eye, eyes)?;
         for (a, sp) in self.vis.iter().zip(spans) {
-            shared.file(a.key, next_code(a, &sp, &blocked));
+            let from = &job.from[sp.from.clone()];
+            shared.file(a.key, next_code(a, &sp, from, &blocked));
         }
         Ok(())
     }
@@ -294,14 +321,17 @@ struct Job {
     /// Per observer group, the eye number of its first observer (and the total at the end).
     first_eye: Vec<u32>,
     points: Vec<Vec3>,
+    /// The observers each request's head is traced from, request after request.
     from: Vec<usize>,
+    /// One request's observers, before they go to `from`.
+    eyes: Vec<usize>,
 }
 
 /// Where one request's segments lie in a wave: the prone head's (one per observer traced, in
-/// `from`'s order) and each posture's whole body.
+/// the order of `Job::from[from]`) and each posture's whole body.
 struct Spans {
     head: Option<(usize, usize)>,
-    from: Vec<usize>,
+    from: std::ops::Range<usize>,
     /// Whether the head's segments cover every observer.
     all_eyes: bool,
     bodies: Vec<(Posture, usize, usize)>,
@@ -316,7 +346,7 @@ impl Job {
         let n = q.observers.len();
         let mut spans = Spans {
             head: None,
-            from: Vec::new(),
+            from: 0..0,
             all_eyes: true,
             bodies: Vec::new(),
         };
@@ -329,15 +359,16 @@ impl Job {
         };
         if a.code == VIS_UNKNOWN || head_first(a.code) {
             let head = a.at + Vec3::Y * q.agent.head_height(Posture::Prone);
-            head_observers(a, n, &mut self.from);
+            head_observers(a, n, &mut self.eyes);
             let start = self.segs.len();
-            for &k in &self.from {
+            for &k in &self.eyes {
                 self.eye.push(eye0 + k as u32);
                 self.segs.push((Segment::new(q.observers[k], head), q.mask));
             }
             spans.head = Some((start, self.segs.len()));
-            spans.all_eyes = head_first(a.code) || self.from.len() == n;
-            spans.from.clone_from(&self.from);
+            spans.all_eyes = head_first(a.code) || self.eyes.len() == n;
+            spans.from = self.from.len()..self.from.len() + self.eyes.len();
+            self.from.extend_from_slice(&self.eyes);
         }
         for &posture in wanted.iter().filter(|&&x| x <= top) {
             let s0 = self.segs.len();
@@ -357,14 +388,14 @@ impl Job {
 
 /// The code a traced request files: exposed (naming an observer that sees it), its prone
 /// head hidden from the first observer or from all, or the highest posture that hides.
-fn next_code(a: &Ask, sp: &Spans, blocked: &[bool]) -> u8 {
+fn next_code(a: &Ask, sp: &Spans, from: &[usize], blocked: &[bool]) -> u8 {
     if let Some((s, e)) = sp.head {
         // A lone first observer comes from a hint, which a code can always name.
-        debug_assert!(sp.all_eyes || sp.from[0] <= MAX_HINT);
+        debug_assert!(sp.all_eyes || from[0] <= MAX_HINT);
         let seen = blocked[s..e].iter().position(|&b| !b);
         return match (seen, sp.all_eyes) {
-            (Some(i), _) => VIS_SEEN + sp.from[i].min(MAX_HINT) as u8,
-            (None, false) => VIS_HEAD_FIRST + sp.from[0].min(MAX_HINT) as u8,
+            (Some(i), _) => VIS_SEEN + from[i].min(MAX_HINT) as u8,
+            (None, false) => VIS_HEAD_FIRST + from[0].min(MAX_HINT) as u8,
             (None, true) if sp.bodies.is_empty() => VIS_HEAD,
             (None, true) => hidden_code(sp, blocked),
         };
