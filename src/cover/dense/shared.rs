@@ -208,9 +208,10 @@ impl Ask {
 #[derive(Default)]
 pub(super) struct Wave {
     vis: Vec<Ask>,
-    /// The keys of `vis` once a request may repeat one (see [`Wave::fresh`]).
+    /// The keys of the requests in `vis`, all but the last `unseen`.
     seen: FxHashSet<VisKey>,
-    /// Requests of `vis` from its start not in `seen` yet.
+    /// The last requests of `vis`, added by [`Wave::fresh`], whose keys `seen` lacks: filed
+    /// only when a request that may repeat one comes.
     unseen: usize,
 }
 
