@@ -5,8 +5,9 @@
 //!   take-cover score), on the CPU backend; and its two halves, the build (walks on the walk
 //!   surface, and the wall followers that explore from the centre and join cut-off parts) and
 //!   the scoring (rays);
-//! - 64 such graphs (64 agents around the village) scored in one batch: every ray of every
-//!   graph in one GPU submission, beside the CPU backend on the same batch;
+//! - 64 such graphs (64 agents around the village) built one by one and together on every core
+//!   (`RingGraph::build_many`), and scored in one batch: every ray of every graph in one GPU
+//!   submission, beside the CPU backend on the same batch;
 //! - the same single graph on the real `dungeon.obj` level.
 //!
 //! ```text
@@ -92,14 +93,27 @@ fn benches(c: &mut Criterion) {
     grp.finish();
 
     // 64 agents, each with its own point of interest and threats.
+    let centres: Vec<Vec3> = (0..64)
+        .map(|i| {
+            let a = i as f32 * 0.7;
+            Vec3::new(30.0 * a.cos(), 0.0, 30.0 * a.sin())
+        })
+        .collect();
+    let build_many = || {
+        RingGraph::build_many(
+            &surface,
+            &centres,
+            &RingParams::standard(),
+            &Design::default(),
+        )
+        .unwrap()
+    };
     let mut graphs = Vec::new();
     let mut situations = Vec::new();
-    for i in 0..64 {
-        let a = i as f32 * 0.7;
-        let p = Vec3::new(30.0 * a.cos(), 0.0, 30.0 * a.sin());
-        if let Ok(g) = RingGraph::build(&surface, p, &RingParams::standard(), &Design::default()) {
+    for (i, g) in build_many().into_iter().enumerate() {
+        if let Ok(g) = g {
             graphs.push(g);
-            situations.push(threats(p, a));
+            situations.push(threats(centres[i], i as f32 * 0.7));
         }
     }
     let items: Vec<_> = graphs.iter().zip(&situations).collect();
@@ -116,6 +130,20 @@ fn benches(c: &mut Criterion) {
     grp.sample_size(10)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(6));
+    grp.bench_function("build_one_by_one", |b| {
+        b.iter(|| {
+            centres
+                .iter()
+                .map(|&p| {
+                    RingGraph::build(&surface, p, &RingParams::standard(), &Design::default())
+                })
+                .filter(Result::is_ok)
+                .count()
+        })
+    });
+    grp.bench_function("build_many", |b| {
+        b.iter(|| build_many().iter().filter(|g| g.is_ok()).count())
+    });
     grp.bench_function("score_batch_cpu", |b| {
         b.iter(|| black_box(score_batch(&cpu, &scene, &items, &Score::take_cover()).unwrap()))
     });

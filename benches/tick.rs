@@ -6,8 +6,8 @@
 //! - **fireteams**: 4 teams of 4 plan their next bounds (look-ahead 3) against one ETA manager;
 //! - **threat maps**: the 4 teams' threat probability maps step 0.1 s with 8 sightings;
 //! - **line of sight**: 1,000 sight lines between moving agents' eyes (one `occluded` call);
-//! - **rings**: 2 ring graphs (32 x 32 over 50 m) built on the kept walk surface and scored
-//!   against 4 threats each.
+//! - **rings**: 2 ring graphs (32 x 32 over 50 m) built on the kept walk surface (both at once,
+//!   `RingGraph::build_many`) and scored against 4 threats each (one `score_batch` call).
 //!
 //! Agents move from tick to tick (each tick takes the next positions from a fixed pool), so the
 //! queries differ while the kept data stays warm. Criterion times whole ticks (`tick/urban/cpu`
@@ -29,7 +29,7 @@ use sightline::agent::Agent;
 use sightline::cover::dense::{self, DenseParams, DenseQuery};
 use sightline::fireteam::{Eta, PathSearch, PlanParams, Planner, Route, Task, World};
 use sightline::nav::{NavParams, WalkSurface};
-use sightline::ring::{Design, RingGraph, RingParams, Score, Shooter, Situation};
+use sightline::ring::{score_batch, Design, RingGraph, RingParams, Score, Shooter, Situation};
 use sightline::tpm::{Observation, TpmParams, TpmSet};
 use sightline::trace::{Segment, SplitMix64};
 use sightline::{Engine, Mask, Scene};
@@ -223,34 +223,36 @@ fn sight_lines(engine: &Engine, game: &Game, k: usize) -> usize {
 }
 
 fn rings(engine: &Engine, game: &Game, k: usize) -> usize {
-    (0..2)
-        .map(|r| {
-            let centre = at(game, k, 3000 + r, 0.0);
-            let threats = (0..4)
-                .map(|t| {
-                    let a = t as f32 * std::f32::consts::FRAC_PI_2 + k as f32;
-                    Shooter::at(centre + Vec3::new(35.0 * a.cos(), 1.6, 35.0 * a.sin()))
-                })
-                .collect();
-            let g = RingGraph::build(
-                &game.walk,
-                centre,
-                &RingParams::standard(),
-                &Design::default(),
+    let centres: Vec<Vec3> = (0..2).map(|r| at(game, k, 3000 + r, 0.0)).collect();
+    let situations: Vec<Situation> = centres
+        .iter()
+        .map(|&centre| {
+            Situation::new(
+                (0..4)
+                    .map(|t| {
+                        let a = t as f32 * std::f32::consts::FRAC_PI_2 + k as f32;
+                        Shooter::at(centre + Vec3::new(35.0 * a.cos(), 1.6, 35.0 * a.sin()))
+                    })
+                    .collect(),
             )
-            .unwrap();
-            let scores = g
-                .score(
-                    engine,
-                    &game.scene,
-                    &Situation::new(threats),
-                    &Score::take_cover(),
-                )
-                .unwrap();
-            black_box(scores.best());
-            g.len()
         })
-        .sum()
+        .collect();
+    // Built on both cores, scored in one engine call.
+    let graphs: Vec<RingGraph> = RingGraph::build_many(
+        &game.walk,
+        &centres,
+        &RingParams::standard(),
+        &Design::default(),
+    )
+    .unwrap()
+    .into_iter()
+    .map(Result::unwrap)
+    .collect();
+    let items: Vec<_> = graphs.iter().zip(&situations).collect();
+    for scores in score_batch(engine, &game.scene, &items, &Score::take_cover()).unwrap() {
+        black_box(scores.best());
+    }
+    graphs.iter().map(RingGraph::len).sum()
 }
 
 /// One tick, timed part by part.

@@ -15,6 +15,7 @@
 //!   the shortest), and the same under an incremental rebuild;
 //! - a floor reached from the centre's terrace only down a stair flight is explored: its
 //!   nodes are reached, cover there is chosen, and the same under an incremental rebuild;
+//! - graphs built together (`RingGraph::build_many`) are the graphs built one by one;
 //! - annotations, leashing, and bad input.
 
 #[path = "common/gpu.rs"]
@@ -1097,4 +1098,38 @@ fn bad_input_is_an_error_not_a_panic() {
     assert!(graph
         .path(&ones, ScoreCost { weight: f32::NAN }, 0, 1)
         .is_err());
+}
+
+/// Many graphs built on every core are the graphs built one by one, in order; a centre with
+/// no ground fails alone, bad settings and an oversized batch fail the call.
+#[test]
+fn graphs_built_together_are_the_graphs_built_alone() {
+    let (_, surface) = village();
+    let (p, d) = (RingParams::standard(), Design::default());
+    let mut centres: Vec<Vec3> = (0..12)
+        .map(|i| {
+            let a = i as f32 * 0.9;
+            Vec3::new(25.0 * a.cos(), 0.0, 25.0 * a.sin())
+        })
+        .collect();
+    centres.insert(5, Vec3::new(0.0, 500.0, 0.0));
+    let together = RingGraph::build_many(surface, &centres, &p, &d).unwrap();
+    assert_eq!(together.len(), centres.len());
+    let mut built = 0;
+    for (at, got) in centres.iter().zip(&together) {
+        match (RingGraph::build(surface, *at, &p, &d), got) {
+            (Ok(alone), Ok(got)) => {
+                assert_eq!(&alone, got, "centre {at}");
+                built += 1;
+            }
+            (Err(alone), Err(got)) => assert_eq!(alone.to_string(), got.to_string()),
+            (alone, got) => panic!("centre {at}: alone {alone:?}, together {got:?}"),
+        }
+    }
+    assert!(together[5].is_err() && built >= 10, "{built} graphs built");
+    let bad = RingParams { rings: 0, ..p };
+    assert!(RingGraph::build_many(surface, &centres, &bad, &d).is_err());
+    let many = vec![Vec3::ZERO; sightline::ring::MAX_BUILD_BATCH + 1];
+    let e = RingGraph::build_many(surface, &many, &p, &d).unwrap_err();
+    assert!(e.to_string().contains("build fewer graphs"), "{e}");
 }

@@ -1,8 +1,9 @@
 //! Position scoring on a ring node graph built on the fly around a point of interest (Slant
 //! Six Games, *Situational Awareness: Terrain Reasoning for Tactical Shooter AI*).
 //!
-//! 1. **Nodes** ([`RingGraph::build`], `build.rs`): a centre on the walkable ground at the
-//!    point, and rings of nodes around it (default 32 rings of 32 over 50 m).
+//! 1. **Nodes** ([`RingGraph::build`], `build.rs`; many graphs on every core with
+//!    [`RingGraph::build_many`]): a centre on the walkable ground at the point, and rings of
+//!    nodes around it (default 32 rings of 32 over 50 m).
 //! 2. **Connections**: each node to the node of the previous ring on its spoke and to its
 //!    neighbour on its own ring, by a straight walk on the [`WalkSurface`] (the nav mesh's
 //!    raycast). A walk that fails after more than [`RingParams::clamp`] of its length moves
@@ -55,6 +56,8 @@ pub const MAX_ANNOTATIONS: usize = 4096;
 pub const MAX_ZONES: usize = 256;
 /// Most corners of one zone polygon.
 pub const MAX_ZONE_CORNERS: usize = 4096;
+/// Most graphs one [`RingGraph::build_many`] call builds.
+pub const MAX_BUILD_BATCH: usize = 1 << 14;
 
 /// How a ring graph is laid out and connected.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -344,6 +347,32 @@ impl RingGraph {
         let mut b = build::Builder::new(surface, at, params, design)?;
         b.step(surface, u64::MAX)?;
         Ok(b.finish(surface))
+    }
+
+    /// [`RingGraph::build`] around each of `centres`, on every core: one result per centre, in
+    /// order (a centre with no ground near it fails alone). Each graph is the one
+    /// [`RingGraph::build`] gives. Score them together with [`score_batch`].
+    pub fn build_many(
+        surface: &WalkSurface,
+        centres: &[Vec3],
+        params: &RingParams,
+        design: &Design,
+    ) -> Result<Vec<Result<RingGraph>>> {
+        if centres.len() > MAX_BUILD_BATCH {
+            return Err(Error::too_large(
+                "ring graphs in one build_many call",
+                centres.len() as u64,
+                MAX_BUILD_BATCH as u64,
+                "build fewer graphs per call",
+            ));
+        }
+        params.validate()?;
+        design.validate()?;
+        use rayon::prelude::*;
+        Ok(centres
+            .par_iter()
+            .map(|&at| RingGraph::build(surface, at, params, design))
+            .collect())
     }
 
     fn from_parts(nodes: Vec<Node>, mut edges: Vec<[u32; 2]>, report: BuildReport) -> RingGraph {
