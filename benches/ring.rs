@@ -91,8 +91,19 @@ fn benches(c: &mut Criterion) {
         b.iter(|| black_box(g.score(&cpu, &scene, &s, &Score::take_cover()).unwrap()))
     });
     grp.finish();
+    village_64(c, &cpu, gpu.as_ref(), &scene, &surface);
+    dungeon_graph(c, &cpu);
+}
 
-    // 64 agents, each with its own point of interest and threats.
+/// 64 agents around the village, each with its own point of interest and threats: their
+/// graphs built one by one and together, and scored in one batch on each backend.
+fn village_64(
+    c: &mut Criterion,
+    cpu: &Engine,
+    gpu: Option<&Engine>,
+    scene: &Scene,
+    surface: &WalkSurface,
+) {
     let centres: Vec<Vec3> = (0..64)
         .map(|i| {
             let a = i as f32 * 0.7;
@@ -101,7 +112,7 @@ fn benches(c: &mut Criterion) {
         .collect();
     let build_many = || {
         RingGraph::build_many(
-            &surface,
+            surface,
             &centres,
             &RingParams::standard(),
             &Design::default(),
@@ -117,7 +128,7 @@ fn benches(c: &mut Criterion) {
         }
     }
     let items: Vec<_> = graphs.iter().zip(&situations).collect();
-    let rays: u64 = score_batch(&cpu, &scene, &items, &Score::take_cover())
+    let rays: u64 = score_batch(cpu, scene, &items, &Score::take_cover())
         .unwrap()
         .iter()
         .map(|s| s.rays)
@@ -134,9 +145,7 @@ fn benches(c: &mut Criterion) {
         b.iter(|| {
             centres
                 .iter()
-                .map(|&p| {
-                    RingGraph::build(&surface, p, &RingParams::standard(), &Design::default())
-                })
+                .map(|&p| RingGraph::build(surface, p, &RingParams::standard(), &Design::default()))
                 .filter(Result::is_ok)
                 .count()
         })
@@ -145,18 +154,20 @@ fn benches(c: &mut Criterion) {
         b.iter(|| build_many().iter().filter(|g| g.is_ok()).count())
     });
     grp.bench_function("score_batch_cpu", |b| {
-        b.iter(|| black_box(score_batch(&cpu, &scene, &items, &Score::take_cover()).unwrap()))
+        b.iter(|| black_box(score_batch(cpu, scene, &items, &Score::take_cover()).unwrap()))
     });
     if let Some(gpu) = &gpu {
         grp.bench_function("score_batch_gpu", |b| {
-            b.iter(|| black_box(score_batch(gpu, &scene, &items, &Score::take_cover()).unwrap()))
+            b.iter(|| black_box(score_batch(gpu, scene, &items, &Score::take_cover()).unwrap()))
         });
     }
     grp.finish();
+}
 
-    // The real level: the graph around a walkable place near the middle.
+/// The real level: the graph around a walkable place near the middle.
+fn dungeon_graph(c: &mut Criterion, cpu: &Engine) {
     let level = dungeon();
-    let ds = WalkSurface::build(&cpu, &level, &NavParams::standard()).unwrap();
+    let ds = WalkSurface::build(cpu, &level, &NavParams::standard()).unwrap();
     let (lo, hi) = level.bounds().unwrap();
     let mid = (lo + hi) * 0.5;
     let place = (0..ds.len() as u32)
@@ -177,7 +188,7 @@ fn benches(c: &mut Criterion) {
     grp.warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(4));
     grp.bench_function("build_and_score_4_threats_cpu", |b| {
-        b.iter(|| one(&cpu, &level, &ds, dat, &dsit))
+        b.iter(|| one(cpu, &level, &ds, dat, &dsit))
     });
     grp.finish();
 }

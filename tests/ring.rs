@@ -130,6 +130,22 @@ fn raw(graph: &RingGraph, scene: &Scene, s: &Situation, c: Criterion) -> Vec<f32
         .score
 }
 
+/// Metres along the edges from node 0 to every node (infinite where none leads), by
+/// Bellman-Ford: independent of the graph's own search.
+fn bellman_ford(graph: &RingGraph) -> Vec<f32> {
+    let n = graph.len();
+    let mut d = vec![f32::INFINITY; n];
+    d[0] = 0.0;
+    for _ in 0..n {
+        for (e, l) in graph.edges().iter().zip(graph.lengths()) {
+            let (a, b) = (e[0] as usize, e[1] as usize);
+            d[b] = d[b].min(d[a] + l);
+            d[a] = d[a].min(d[b] + l);
+        }
+    }
+    d
+}
+
 fn raw_curve(graph: &RingGraph, scene: &Scene, s: &Situation, c: Criterion) -> Vec<f32> {
     // Distances in metres: read through a linear curve spanning them, then undo it.
     let v = graph
@@ -338,17 +354,17 @@ fn each_criterion_matches_an_independent_computation() {
         assert!((dist[k] - eye(k).distance(s.target.unwrap())).abs() < 1e-3);
     }
     // Distance to move: an independent Bellman-Ford over the edges.
-    let mut d = vec![f32::INFINITY; n];
-    d[0] = 0.0;
-    for _ in 0..n {
-        for (e, l) in graph.edges().iter().zip(graph.lengths()) {
-            let (a, b) = (e[0] as usize, e[1] as usize);
-            d[b] = d[b].min(d[a] + l);
-            d[a] = d[a].min(d[b] + l);
-        }
-    }
-    let walk = raw_curve(&graph, scene, &s, Criterion::MoveDistance);
-    for k in 0..n {
+    assert_move_distance(&graph, scene, &s);
+    // Zones and annotations.
+    assert_zones(&graph, scene, &mut s);
+}
+
+/// The move-distance criterion is the metres along the edges an independent Bellman-Ford
+/// finds (1,000 where none leads).
+fn assert_move_distance(graph: &RingGraph, scene: &Scene, s: &Situation) {
+    let d = bellman_ford(graph);
+    let walk = raw_curve(graph, scene, s, Criterion::MoveDistance);
+    for k in 0..graph.len() {
         if d[k].is_finite() {
             assert!(
                 (walk[k] - d[k]).abs() < 1e-2,
@@ -360,20 +376,23 @@ fn each_criterion_matches_an_independent_computation() {
             assert_eq!(walk[k], 1000.0);
         }
     }
-    // Zones and annotations.
+}
+
+/// In a 4 m circle around (0, 5) exactly the nodes inside it; no node is annotated.
+fn assert_zones(graph: &RingGraph, scene: &Scene, s: &mut Situation) {
     s.zones = vec![Zone::Circle {
         centre: Vec2::new(0.0, 5.0),
         radius: 4.0,
     }];
-    let zone = raw(&graph, scene, &s, Criterion::InZone);
-    for k in 0..n {
+    let zone = raw(graph, scene, s, Criterion::InZone);
+    for k in 0..graph.len() {
         let p = graph.nodes()[k].position;
         assert_eq!(
             zone[k] == 1.0,
             Vec2::new(p.x, p.z).distance(Vec2::new(0.0, 5.0)) <= 4.0
         );
     }
-    assert!(raw(&graph, scene, &s, Criterion::Annotated)
+    assert!(raw(graph, scene, s, Criterion::Annotated)
         .iter()
         .all(|&x| x == 0.0));
 }
@@ -994,7 +1013,7 @@ fn annotations_join_the_graph_and_the_leash_holds_it() {
 
 #[test]
 fn bad_input_is_an_error_not_a_panic() {
-    let (scene, surface) = walls();
+    let (_, surface) = walls();
     let d = Design::default();
     let ok = params(4, 8, 8.0);
     let bad = [
@@ -1042,6 +1061,13 @@ fn bad_input_is_an_error_not_a_panic() {
         let e = RingGraph::build(surface, at, &ok, &d).unwrap_err();
         assert!(!e.to_string().is_empty());
     }
+}
+
+#[test]
+fn bad_scores_and_paths_are_errors_not_panics() {
+    let (scene, surface) = walls();
+    let d = Design::default();
+    let ok = params(4, 8, 8.0);
     let graph = RingGraph::build(surface, Vec3::ZERO, &ok, &d).unwrap();
     let e = Engine::cpu();
     let s = Situation::new(vec![Shooter::at(Vec3::new(14.0, 1.6, 0.0))]);

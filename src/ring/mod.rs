@@ -39,6 +39,7 @@ pub use crate::nav::WalkSurface;
 
 use crate::{Error, Result};
 use glam::{Vec2, Vec3};
+use rayon::prelude::*;
 
 /// Most rings a graph may have.
 pub const MAX_RINGS: u32 = 256;
@@ -368,7 +369,6 @@ impl RingGraph {
         }
         params.validate()?;
         design.validate()?;
-        use rayon::prelude::*;
         Ok(centres
             .par_iter()
             .map(|&at| RingGraph::build(surface, at, params, design))
