@@ -385,10 +385,10 @@ fn assert_zones(graph: &RingGraph, scene: &Scene, s: &mut Situation) {
         radius: 4.0,
     }];
     let zone = raw(graph, scene, s, Criterion::InZone);
-    for k in 0..graph.len() {
-        let p = graph.nodes()[k].position;
+    for (n, z) in graph.nodes().iter().zip(&zone) {
+        let p = n.position;
         assert_eq!(
-            zone[k] == 1.0,
+            *z == 1.0,
             Vec2::new(p.x, p.z).distance(Vec2::new(0.0, 5.0)) <= 4.0
         );
     }
