@@ -1159,3 +1159,72 @@ fn graphs_built_together_are_the_graphs_built_alone() {
     let e = RingGraph::build_many(surface, &many, &p, &d).unwrap_err();
     assert!(e.to_string().contains("build fewer graphs"), "{e}");
 }
+
+/// A straight walk read independently from the public links: the same order of columns (x or
+/// z, whichever boundary the line meets first), and at each column the linked place one grid
+/// step along, nearest in height (ties to the lower index). `to` lies near a column's centre.
+fn reference_walk(surface: &WalkSurface, from: u32, to: Vec2) -> (u32, u32, u32) {
+    let step = surface.step();
+    let along = |a: Vec3, b: Vec2| ((b - Vec2::new(a.x, a.z)) / step).round().as_ivec2();
+    let d = along(surface.position(from), to);
+    let (nx, nz) = (d.x.abs(), d.y.abs());
+    let (mut cur, mut ix, mut iz) = (from, 0, 0);
+    while ix < nx || iz < nz {
+        let tx = if ix < nx { (2 * ix + 1) * nz } else { i32::MAX };
+        let tz = if iz < nz { (2 * iz + 1) * nx } else { i32::MAX };
+        let dir = if tx <= tz {
+            glam::IVec2::new(d.x.signum(), 0)
+        } else {
+            glam::IVec2::new(0, d.y.signum())
+        };
+        let p = surface.position(cur);
+        let next = surface
+            .links(cur)
+            .iter()
+            .copied()
+            .filter(|&q| along(p, Vec2::new(surface.position(q).x, surface.position(q).z)) == dir)
+            .min_by(|&a, &b| {
+                let dy = |q: u32| (surface.position(q).y - p.y).abs();
+                dy(a).total_cmp(&dy(b)).then(a.cmp(&b))
+            });
+        let Some(q) = next else { break };
+        cur = q;
+        if dir.x != 0 {
+            ix += 1;
+        } else {
+            iz += 1;
+        }
+    }
+    (cur, (ix + iz) as u32, (nx + nz) as u32)
+}
+
+/// Straight walks on open ground, in a room behind a wall and over two storeys joined by a
+/// stair equal the independent walk over the links: 20,000 seeded walks a scene, up to 40 m.
+#[test]
+fn walks_equal_an_independent_walk_over_the_links() {
+    let mut rng = sightline::trace::SplitMix64(26);
+    for (name, (_, surface)) in [
+        ("village", village()),
+        ("room", room_scene()),
+        ("stair", stair_scene()),
+    ] {
+        let n = surface.len() as u64;
+        let (mut arrived, mut stopped) = (0, 0);
+        for _ in 0..20_000 {
+            let from = (rng.next_u64() % n) as u32;
+            let p = surface.position(from);
+            let columns = Vec2::new(rng.range(-160.0, 160.0), rng.range(-160.0, 160.0)).round();
+            let jitter = Vec2::new(rng.range(-0.3, 0.3), rng.range(-0.3, 0.3));
+            let to = Vec2::new(p.x, p.z) + (columns + jitter) * surface.step();
+            let w = surface.walk(from, to);
+            let r = reference_walk(surface, from, to);
+            assert_eq!((w.end, w.steps, w.total), r, "{name}: walk from {p} to {to}");
+            if w.arrived() {
+                arrived += 1;
+            } else {
+                stopped += 1;
+            }
+        }
+        assert!(arrived > 100 && stopped > 100, "{name}: {arrived} arrived, {stopped} stopped");
+    }
+}

@@ -33,6 +33,9 @@ pub(crate) struct Fine {
     pub per: usize,
     /// Points sorted by column (row-major), top down within a column.
     pub col: Vec<u32>,
+    /// Per column (row-major), its first point: column `k` holds points
+    /// `first[k]..first[k + 1]`.
+    first: Vec<u32>,
     pub pos: Vec<Vec3>,
     /// Links: `links[start[i]..start[i + 1]]` are the points linked to point `i`.
     start: Vec<u32>,
@@ -144,6 +147,7 @@ impl Fine {
             height,
             per: p.per,
             col: Vec::new(),
+            first: Vec::new(),
             pos: Vec::new(),
             start: Vec::new(),
             links: Vec::new(),
@@ -160,6 +164,7 @@ impl Fine {
                 fine.no_room += 1;
             }
         }
+        fine.first = column_starts(&fine.col, width * height);
         fine.link(engine, scene, p)?;
         Ok(fine)
     }
@@ -175,10 +180,13 @@ impl Fine {
         if c.x < 0 || c.y < 0 || c.x as usize >= self.width || c.y as usize >= self.height {
             return 0..0;
         }
-        let k = c.y as u32 * self.width as u32 + c.x as u32;
-        let lo = self.col.partition_point(|&x| x < k);
-        let hi = self.col.partition_point(|&x| x <= k);
-        lo as u32..hi as u32
+        let k = c.y as usize * self.width + c.x as usize;
+        self.first[k]..self.first[k + 1]
+    }
+
+    /// The first point of column `k` (row-major), or where it would be when it has none.
+    pub fn first_in(&self, k: usize) -> u32 {
+        self.first[k]
     }
 
     /// The node cell holding point `i`.
@@ -302,6 +310,18 @@ impl Fine {
 /// body; and eight horizontal segments from the axis out to the rim at waist height, which cut
 /// a door jamb's corner on a diagonal (the agent's clearance test covers the axis and two
 /// diameters at head height).
+/// Per column of `columns`, the index of its first point in `col` (sorted), and the end.
+fn column_starts(col: &[u32], columns: usize) -> Vec<u32> {
+    let mut first = vec![0u32; columns + 1];
+    for &k in col {
+        first[k as usize + 1] += 1;
+    }
+    for k in 0..columns {
+        first[k + 1] += first[k];
+    }
+    first
+}
+
 fn supported(engine: &Engine, scene: &Scene, points: &[Vec3], p: &FineParams) -> Result<Vec<bool>> {
     let r = p.agent.probe_radius();
     let all = crate::Mask(crate::MaterialFlags::BLOCKS_FIRE.union(crate::MaterialFlags::WALKABLE));

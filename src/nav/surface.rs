@@ -15,6 +15,11 @@ pub struct WalkSurface {
     /// Per place, the linked place in the next column along +x, -x, +z and -z (the one
     /// nearest in height), or `u32::MAX`: a straight walk reads one entry per column.
     axis: Vec<[u32; 4]>,
+    /// Per grid column (row-major), bit `d` set when the column holds one place only and that
+    /// place steps along `AXES[d]` to a column that holds one place only: a walk over open
+    /// ground reads a byte a column, from a table a few hundred kilobytes long, instead of
+    /// chasing places through the 16-byte `axis` entries (megabytes, out of cache).
+    lone: Vec<u8>,
 }
 
 const AXES: [IVec2; 4] = [
@@ -70,7 +75,7 @@ impl WalkSurface {
             },
         )?;
         check_not_empty(engine, scene, params, &fine)?;
-        let axis = (0..fine.len() as u32)
+        let axis: Vec<[u32; 4]> = (0..fine.len() as u32)
             .map(|i| {
                 let (c, y) = (fine.column_of(i), fine.pos[i as usize].y);
                 AXES.map(|d| {
@@ -86,7 +91,8 @@ impl WalkSurface {
                 })
             })
             .collect();
-        Ok(WalkSurface { fine, axis })
+        let lone = lone_steps(&fine, &axis);
+        Ok(WalkSurface { fine, axis, lone })
     }
 
     pub(super) fn fine(&self) -> &Fine {
@@ -182,35 +188,69 @@ impl WalkSurface {
         let d = self.column(to) - start;
         let (sx, sz) = (d.x.signum(), d.y.signum());
         let (nx, nz) = (d.x.abs(), d.y.abs());
-        let total = (nx + nz) as u32;
-        let (mut cur, mut c) = (from, start);
+        let w = self.fine.width as i32;
+        let (x_dir, z_dir) = (if sx > 0 { 0 } else { 1 }, if sz > 0 { 2 } else { 3 });
+        // The column (row-major) and, where `known`, its place: over lone columns the place
+        // is left unknown and read from the column at the end or where a lone step ends.
+        let (mut k, mut cur, mut known) = (start.y * w + start.x, from, true);
         let (mut ix, mut iz) = (0, 0);
         while ix < nx || iz < nz {
             let tx = if ix < nx { (2 * ix + 1) * nz } else { i32::MAX };
             let tz = if iz < nz { (2 * iz + 1) * nx } else { i32::MAX };
-            let (next, along_x, dir) = if tx <= tz {
-                (c + IVec2::new(sx, 0), true, if sx > 0 { 0 } else { 1 })
+            let along_x = tx <= tz;
+            let dir = if along_x { x_dir } else { z_dir };
+            if self.lone[k as usize] & (1 << dir) != 0 {
+                known = false;
             } else {
-                (c + IVec2::new(0, sz), false, if sz > 0 { 2 } else { 3 })
-            };
-            let q = self.axis[cur as usize][dir];
-            if q == u32::MAX {
-                break;
+                if !known {
+                    cur = self.fine.first_in(k as usize);
+                    known = true;
+                }
+                let q = self.axis[cur as usize][dir];
+                if q == u32::MAX {
+                    break;
+                }
+                cur = q;
             }
             if along_x {
                 ix += 1;
+                k += sx;
             } else {
                 iz += 1;
+                k += sz * w;
             }
-            cur = q;
-            c = next;
+        }
+        if !known {
+            cur = self.fine.first_in(k as usize);
         }
         Walk {
             end: cur,
             steps: (ix + iz) as u32,
-            total,
+            total: (nx + nz) as u32,
         }
     }
+}
+
+/// Per column of `fine`, the lone steps of [`WalkSurface::lone`]'s bits.
+fn lone_steps(fine: &Fine, axis: &[[u32; 4]]) -> Vec<u8> {
+    let single = |c: IVec2| fine.points_in(c).len() == 1;
+    (0..fine.width * fine.height)
+        .map(|k| {
+            let c = IVec2::new((k % fine.width) as i32, (k / fine.width) as i32);
+            if !single(c) {
+                return 0;
+            }
+            let p = fine.first_in(k);
+            (0..4).fold(0u8, |bits, d| {
+                let q = axis[p as usize][d];
+                if q != u32::MAX && single(c + AXES[d]) {
+                    bits | 1 << d
+                } else {
+                    bits
+                }
+            })
+        })
+        .collect()
 }
 
 /// Places per footprint column below which a walk surface reads as nearly empty.
