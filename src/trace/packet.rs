@@ -128,8 +128,22 @@ fn snap_edge(d: f32, p: f32, q: f32) -> f32 {
     }
 }
 
+/// The lanes of `hit` as a bit mask. On x86-64 one byte move mask (SSE2, always present):
+/// the lane loop's shifts and ors compiled to a long horizontal reduction per test.
 #[inline(always)]
 fn bits(hit: &[bool; WIDTH]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_loadu_si128, _mm_movemask_epi8, _mm_slli_epi16};
+        const _: () = assert!(WIDTH == 16);
+        // SAFETY: `hit` is 16 bytes (a bool is one byte, 0 or 1), read unaligned; SSE2 is part
+        // of x86-64. Shifting each byte's 1 into its top bit makes the move mask the lanes.
+        unsafe {
+            let v = _mm_loadu_si128(hit.as_ptr().cast());
+            _mm_movemask_epi8(_mm_slli_epi16::<7>(v)) as u32
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
     hit.iter()
         .enumerate()
         .fold(0, |m, (l, &h)| m | u32::from(h) << l)
