@@ -1228,3 +1228,50 @@ fn walks_equal_an_independent_walk_over_the_links() {
         assert!(arrived > 100 && stopped > 100, "{name}: {arrived} arrived, {stopped} stopped");
     }
 }
+
+/// The nearest place within a radius and a height, found by scanning every place: the least
+/// (squared distance, height difference, index).
+fn brute_locate(surface: &WalkSurface, p: Vec3, radius: f32, max_dy: f32) -> Option<u32> {
+    (0..surface.len() as u32)
+        .filter_map(|i| {
+            let q = surface.position(i);
+            let d = Vec2::new(q.x, q.z).distance_squared(Vec2::new(p.x, p.z));
+            let dy = (q.y - p.y).abs();
+            (d <= radius * radius && dy <= max_dy).then_some((d, dy, i))
+        })
+        .min_by(|a, b| a.partial_cmp(b).unwrap())
+        .map(|b| b.2)
+}
+
+/// `WalkSurface::locate` finds what a scan of every place finds, on open ground, in a room and
+/// over two storeys, for radii from nothing to 2 m and points off the ground.
+#[test]
+fn locate_equals_a_scan_of_every_place() {
+    let mut rng = sightline::trace::SplitMix64(30);
+    for (name, (_, surface), queries) in [
+        ("village", village(), 300),
+        ("room", room_scene(), 1_500),
+        ("stair", stair_scene(), 1_500),
+    ] {
+        let (mut found, mut none) = (0, 0);
+        for k in 0..queries {
+            let q = surface.position((rng.next_u64() % surface.len() as u64) as u32);
+            // Half the points on a column's edge, where the next ring of columns is nearest.
+            let edge = |rng: &mut sightline::trace::SplitMix64| {
+                let n = rng.range(-6.0, 6.0).round() + if k % 4 < 2 { 0.499 } else { 0.0 };
+                n * surface.step() + rng.range(-0.1, 0.1) * (k % 2) as f32 * surface.step()
+            };
+            let p = q + Vec3::new(edge(&mut rng), rng.range(-3.0, 3.0), edge(&mut rng));
+            let radius = [0.0, 0.1, 0.5, 1.3, 2.0][k % 5];
+            let max_dy = [0.5, 3.0][k % 2];
+            let got = surface.locate(p, radius, max_dy);
+            assert_eq!(got, brute_locate(surface, p, radius, max_dy), "{name}: {p} within {radius}");
+            if got.is_some() {
+                found += 1;
+            } else {
+                none += 1;
+            }
+        }
+        assert!(found > queries / 10 && none > queries / 10, "{name}: {found} found, {none} not");
+    }
+}

@@ -152,7 +152,8 @@ impl WalkSurface {
 
     /// The place nearest `p` horizontally within `radius` metres whose height is within
     /// `max_dy` of `p.y` (ties to the nearer height, then the lower index); `None` if there is
-    /// none or `p` is not finite.
+    /// none or `p` is not finite. Columns are read ring by ring outwards from `p`'s and the
+    /// search stops at the first ring that lies wholly farther than the best place found.
     #[must_use]
     pub fn locate(&self, p: Vec3, radius: f32, max_dy: f32) -> Option<u32> {
         if !p.is_finite() || !(radius >= 0.0) || !(max_dy >= 0.0) {
@@ -161,18 +162,30 @@ impl WalkSurface {
         let c = self.column(p.xz());
         let reach = (radius / self.fine.step).ceil().min(4096.0) as i32;
         let mut best: Option<(f32, f32, u32)> = None;
-        for dz in -reach..=reach {
-            for dx in -reach..=reach {
-                for i in self.fine.points_in(c + IVec2::new(dx, dz)) {
-                    let q = self.fine.pos[i as usize];
-                    let (d, dy) = (q.xz().distance_squared(p.xz()), (q.y - p.y).abs());
-                    if d > radius * radius || dy > max_dy {
-                        continue;
-                    }
-                    if best.is_none_or(|(bd, bdy, _)| (d, dy) < (bd, bdy)) {
-                        best = Some((d, dy, i));
-                    }
+        let consider = |d: IVec2, best: &mut Option<(f32, f32, u32)>| {
+            for i in self.fine.points_in(c + d) {
+                let q = self.fine.pos[i as usize];
+                let (d, dy) = (q.xz().distance_squared(p.xz()), (q.y - p.y).abs());
+                if d <= radius * radius && dy <= max_dy && best.is_none_or(|b| (d, dy, i) < b) {
+                    *best = Some((d, dy, i));
                 }
+            }
+        };
+        for r in 0..=reach {
+            // `p` lies in column `c`: a column `r` rings out is at least `r - 1` steps away.
+            let gap = (r - 1).max(0) as f32 * self.fine.step;
+            if best.is_some_and(|(d, _, _)| gap * gap > d) {
+                break;
+            }
+            for dx in -r..=r {
+                consider(IVec2::new(dx, -r), &mut best);
+                if r > 0 {
+                    consider(IVec2::new(dx, r), &mut best);
+                }
+            }
+            for dz in 1 - r..r {
+                consider(IVec2::new(-r, dz), &mut best);
+                consider(IVec2::new(r, dz), &mut best);
             }
         }
         best.map(|b| b.2)
