@@ -15,11 +15,12 @@ pub struct WalkSurface {
     /// Per place, the linked place in the next column along +x, -x, +z and -z (the one
     /// nearest in height), or `u32::MAX`: a straight walk reads one entry per column.
     axis: Vec<[u32; 4]>,
-    /// Per grid column (row-major), bit `d` set when the column holds one place only and that
-    /// place steps along `AXES[d]` to a column that holds one place only: a walk over open
-    /// ground reads a byte a column, from a table a few hundred kilobytes long, instead of
-    /// chasing places through the 16-byte `axis` entries (megabytes, out of cache).
-    lone: Vec<u8>,
+    /// Per grid column (row-major), bit `d` set when the column holds places and each steps
+    /// along `AXES[d]` to the place of the same rank (top down) in the next column: a walk
+    /// over open ground, or through storeys that line up, reads a byte a column from a table
+    /// a few hundred kilobytes long instead of chasing places through the 16-byte `axis`
+    /// entries (megabytes, out of cache), and keeps the rank.
+    level: Vec<u8>,
 }
 
 const AXES: [IVec2; 4] = [
@@ -91,8 +92,8 @@ impl WalkSurface {
                 })
             })
             .collect();
-        let lone = lone_steps(&fine, &axis);
-        Ok(WalkSurface { fine, axis, lone })
+        let level = level_steps(&fine, &axis);
+        Ok(WalkSurface { fine, axis, level })
     }
 
     pub(super) fn fine(&self) -> &Fine {
@@ -203,20 +204,23 @@ impl WalkSurface {
         let (nx, nz) = (d.x.abs(), d.y.abs());
         let w = self.fine.width as i32;
         let (x_dir, z_dir) = (if sx > 0 { 0 } else { 1 }, if sz > 0 { 2 } else { 3 });
-        // The column (row-major) and, where `known`, its place: over lone columns the place
-        // is left unknown and read from the column at the end or where a lone step ends.
-        let (mut k, mut cur, mut known) = (start.y * w + start.x, from, true);
+        // The column (row-major) and, where `known`, its place; over level steps only the
+        // place's rank in its column is kept, and the place is read back where they end.
+        let (mut k, mut cur, mut known, mut rank) = (start.y * w + start.x, from, true, 0);
         let (mut ix, mut iz) = (0, 0);
         while ix < nx || iz < nz {
             let tx = if ix < nx { (2 * ix + 1) * nz } else { i32::MAX };
             let tz = if iz < nz { (2 * iz + 1) * nx } else { i32::MAX };
             let along_x = tx <= tz;
             let dir = if along_x { x_dir } else { z_dir };
-            if self.lone[k as usize] & (1 << dir) != 0 {
-                known = false;
+            if self.level[k as usize] & (1 << dir) != 0 {
+                if known {
+                    rank = cur - self.fine.first_in(k as usize);
+                    known = false;
+                }
             } else {
                 if !known {
-                    cur = self.fine.first_in(k as usize);
+                    cur = self.fine.first_in(k as usize) + rank;
                     known = true;
                 }
                 let q = self.axis[cur as usize][dir];
@@ -234,7 +238,7 @@ impl WalkSurface {
             }
         }
         if !known {
-            cur = self.fine.first_in(k as usize);
+            cur = self.fine.first_in(k as usize) + rank;
         }
         Walk {
             end: cur,
@@ -244,23 +248,21 @@ impl WalkSurface {
     }
 }
 
-/// Per column of `fine`, the lone steps of [`WalkSurface::lone`]'s bits.
-fn lone_steps(fine: &Fine, axis: &[[u32; 4]]) -> Vec<u8> {
-    let single = |c: IVec2| fine.points_in(c).len() == 1;
+/// Per column of `fine`, the level steps of [`WalkSurface::level`]'s bits.
+fn level_steps(fine: &Fine, axis: &[[u32; 4]]) -> Vec<u8> {
     (0..fine.width * fine.height)
         .map(|k| {
             let c = IVec2::new((k % fine.width) as i32, (k / fine.width) as i32);
-            if !single(c) {
+            let here = fine.points_in(c);
+            if here.is_empty() {
                 return 0;
             }
-            let p = fine.first_in(k);
             (0..4).fold(0u8, |bits, d| {
-                let q = axis[p as usize][d];
-                if q != u32::MAX && single(c + AXES[d]) {
-                    bits | 1 << d
-                } else {
-                    bits
-                }
+                let next = fine.points_in(c + AXES[d]).start;
+                let level = here
+                    .clone()
+                    .all(|p| axis[p as usize][d] == next + (p - here.start));
+                bits | u8::from(level) << d
             })
         })
         .collect()
