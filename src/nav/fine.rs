@@ -304,12 +304,6 @@ impl Fine {
     }
 }
 
-/// Whether each point has ground all round and room all round the body (see the module docs):
-/// four short downward rays at one radius along x and z; eight vertical segments on the body's
-/// rim (every 45 degrees) from the knee to the crouching head, which cut a table top beside the
-/// body; and eight horizontal segments from the axis out to the rim at waist height, which cut
-/// a door jamb's corner on a diagonal (the agent's clearance test covers the axis and two
-/// diameters at head height).
 /// Per column of `columns`, the index of its first point in `col` (sorted), and the end.
 fn column_starts(col: &[u32], columns: usize) -> Vec<u32> {
     let mut first = vec![0u32; columns + 1];
@@ -322,6 +316,12 @@ fn column_starts(col: &[u32], columns: usize) -> Vec<u32> {
     first
 }
 
+/// Whether each point has ground all round and room all round the body (see the module docs):
+/// four short downward rays at one radius along x and z; eight vertical segments on the body's
+/// rim (every 45 degrees) from the knee to the crouching head, which cut a table top beside the
+/// body; and eight horizontal segments from the axis out to the rim at waist height, which cut
+/// a door jamb's corner on a diagonal (the agent's clearance test covers the axis and two
+/// diameters at head height).
 fn supported(engine: &Engine, scene: &Scene, points: &[Vec3], p: &FineParams) -> Result<Vec<bool>> {
     let r = p.agent.probe_radius();
     let all = crate::Mask(crate::MaterialFlags::BLOCKS_FIRE.union(crate::MaterialFlags::WALKABLE));
