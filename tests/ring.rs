@@ -1218,14 +1218,21 @@ fn walks_equal_an_independent_walk_over_the_links() {
             let to = Vec2::new(p.x, p.z) + (columns + jitter) * surface.step();
             let w = surface.walk(from, to);
             let r = reference_walk(surface, from, to);
-            assert_eq!((w.end, w.steps, w.total), r, "{name}: walk from {p} to {to}");
+            assert_eq!(
+                (w.end, w.steps, w.total),
+                r,
+                "{name}: walk from {p} to {to}"
+            );
             if w.arrived() {
                 arrived += 1;
             } else {
                 stopped += 1;
             }
         }
-        assert!(arrived > 100 && stopped > 100, "{name}: {arrived} arrived, {stopped} stopped");
+        assert!(
+            arrived > 100 && stopped > 100,
+            "{name}: {arrived} arrived, {stopped} stopped"
+        );
     }
 }
 
@@ -1265,13 +1272,20 @@ fn locate_equals_a_scan_of_every_place() {
             let radius = [0.0, 0.1, 0.5, 1.3, 2.0][k % 5];
             let max_dy = [0.5, 3.0][k % 2];
             let got = surface.locate(p, radius, max_dy);
-            assert_eq!(got, brute_locate(surface, p, radius, max_dy), "{name}: {p} within {radius}");
+            assert_eq!(
+                got,
+                brute_locate(surface, p, radius, max_dy),
+                "{name}: {p} within {radius}"
+            );
             if got.is_some() {
                 found += 1;
             } else {
                 none += 1;
             }
         }
-        assert!(found > queries / 10 && none > queries / 10, "{name}: {found} found, {none} not");
+        assert!(
+            found > queries / 10 && none > queries / 10,
+            "{name}: {found} found, {none} not"
+        );
     }
 }

@@ -737,12 +737,18 @@ mod tests {
         let mut dirs: Vec<(f32, f32)> = (0..3600)
             .map(|k| {
                 let a = (k as f32 * 0.1 - 180.0).to_radians();
-                (a.cos() * (1.0 + k as f32 % 7.0), a.sin() * (1.0 + k as f32 % 7.0))
+                (
+                    a.cos() * (1.0 + k as f32 % 7.0),
+                    a.sin() * (1.0 + k as f32 % 7.0),
+                )
             })
             .collect();
         dirs.sort_by(|a, b| a.1.atan2(a.0).total_cmp(&b.1.atan2(b.0)));
         for w in dirs.windows(2) {
-            let (p, q) = (pseudo_bearing(w[0].0, w[0].1), pseudo_bearing(w[1].0, w[1].1));
+            let (p, q) = (
+                pseudo_bearing(w[0].0, w[0].1),
+                pseudo_bearing(w[1].0, w[1].1),
+            );
             assert!(p <= q, "{w:?}: {p} > {q}");
         }
     }

@@ -429,7 +429,11 @@ mod tests {
             assert_eq!(words[i / 32] >> (i % 32) & 1 == 1, single, "ray {i}");
             blocked += usize::from(single);
         }
-        assert!(blocked > 100 && blocked + 100 < rays.len(), "{blocked} of {}", rays.len());
+        assert!(
+            blocked > 100 && blocked + 100 < rays.len(),
+            "{blocked} of {}",
+            rays.len()
+        );
     }
 
     /// Runs of [`MIN_RUN`] or more go in packets (and only they), with the single-ray answers.

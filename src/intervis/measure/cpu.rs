@@ -121,8 +121,7 @@ pub(super) fn exposed(
         let on_target: Vec<(Vec<Ray>, Vec<f32>)> = jobs[start..end]
             .par_iter()
             .map(|(view, placed, b)| {
-                let (rays, reach) =
-                    target_rays(view, b, &tiers[placed.posture as usize], placed);
+                let (rays, reach) = target_rays(view, b, &tiers[placed.posture as usize], placed);
                 match &early {
                     Some(scene_tiers) => drop_hidden(scene_tiers, rays, reach, params.mask.bits()),
                     None => (rays, reach),
@@ -158,8 +157,16 @@ const EARLY: f32 = 1.0 / 65_536.0;
 /// a quotient), so the nearest scene hit does too and the pixel is hidden. Only the other
 /// pixels need the nearest hit: the counts are unchanged, and a hidden spot's pixels, most of
 /// what a cover search measures, cost one shared walk per 16.
-fn drop_hidden(tiers: &[&Tier], rays: Vec<Ray>, reach: Vec<f32>, mask: u32) -> (Vec<Ray>, Vec<f32>) {
-    let preps: Vec<RayPrep> = rays.iter().map(|r| RayPrep::new(r.origin(), r.dir())).collect();
+fn drop_hidden(
+    tiers: &[&Tier],
+    rays: Vec<Ray>,
+    reach: Vec<f32>,
+    mask: u32,
+) -> (Vec<Ray>, Vec<f32>) {
+    let preps: Vec<RayPrep> = rays
+        .iter()
+        .map(|r| RayPrep::new(r.origin(), r.dir()))
+        .collect();
     let limits: Vec<f32> = reach.iter().map(|t| t * (1.0 - EARLY)).collect();
     let mut hidden = vec![0u32; rays.len().div_ceil(32)];
     let job = packet::Each {
