@@ -1209,8 +1209,9 @@ fn walks_equal_an_independent_walk_over_the_links() {
         ("stair", stair_scene()),
     ] {
         let n = surface.len() as u64;
-        let (mut arrived, mut stopped) = (0, 0);
-        for _ in 0..20_000 {
+        let walks = 20_000;
+        let mut arrived = 0;
+        for _ in 0..walks {
             let from = (rng.next_u64() % n) as u32;
             let p = surface.position(from);
             let columns = Vec2::new(rng.range(-160.0, 160.0), rng.range(-160.0, 160.0)).round();
@@ -1223,12 +1224,9 @@ fn walks_equal_an_independent_walk_over_the_links() {
                 r,
                 "{name}: walk from {p} to {to}"
             );
-            if w.arrived() {
-                arrived += 1;
-            } else {
-                stopped += 1;
-            }
+            arrived += usize::from(w.arrived());
         }
+        let stopped = walks - arrived;
         assert!(
             arrived > 100 && stopped > 100,
             "{name}: {arrived} arrived, {stopped} stopped"
@@ -1260,7 +1258,7 @@ fn locate_equals_a_scan_of_every_place() {
         ("room", room_scene(), 1_500),
         ("stair", stair_scene(), 1_500),
     ] {
-        let (mut found, mut none) = (0, 0);
+        let mut found = 0;
         for k in 0..queries {
             let q = surface.position((rng.next_u64() % surface.len() as u64) as u32);
             // Half the points on a column's edge, where the next ring of columns is nearest.
@@ -1277,12 +1275,9 @@ fn locate_equals_a_scan_of_every_place() {
                 brute_locate(surface, p, radius, max_dy),
                 "{name}: {p} within {radius}"
             );
-            if got.is_some() {
-                found += 1;
-            } else {
-                none += 1;
-            }
+            found += usize::from(got.is_some());
         }
+        let none = queries - found;
         assert!(
             found > queries / 10 && none > queries / 10,
             "{name}: {found} found, {none} not"
