@@ -492,44 +492,69 @@ impl Engine {
 }
 
 impl Engine {
-    /// [`Engine::closest_hit_records`] for rays that all point straight down (`dir` exactly
-    /// `-Y`), given row-major with `width` rays a row, as a top-down picture traces them: the
-    /// GPU runs its ordinary kernel, the CPU shares one walk of the tree between each tile of
-    /// neighbouring rays. The answers are the same, bit for bit.
-    pub fn closest_hit_down(
+    /// [`Engine::closest_hit_records`] for the straight-down rays of a row-major grid given by
+    /// its frame ([`trace::down::DownGrid`]): ray `i` leaves from height `starts[i]` over the
+    /// centre of cell `i` (a NaN start meets nothing), as a top-down picture traces them. The
+    /// GPU runs its ordinary kernel on the rays; the CPU shares one walk of the tree between
+    /// each tile of neighbouring rays and never builds a buffer of rays. The answers are the
+    /// same, bit for bit.
+    pub fn closest_hit_grid(
         &self,
         scene: &Scene,
-        rays: &[Ray],
-        width: usize,
+        grid: &trace::down::DownGrid,
+        starts: &[f32],
         mask: Mask,
     ) -> Result<Vec<HitRecord>> {
-        if let Some(r) = rays
-            .iter()
-            .find(|r| r.dir.map(f32::to_bits) != trace::down::DOWN.map(f32::to_bits))
-        {
-            return Err(Error::InvalidInput(format!(
-                "closest_hit_down takes rays pointing straight down, got direction {:?}: use \
-                 closest_hit for other rays",
-                r.dir
-            )));
+        if starts.is_empty() {
+            return Ok(Vec::new());
         }
-        if width == 0 && !rays.is_empty() {
-            return Err(Error::param("width", 0, "at least one ray a row"));
-        }
+        check_grid(grid, starts)?;
         match &self.gpu {
             // The tiled walk is a plain twin; a fused engine takes the general kernel.
-            None if self.fusion == Fusion::None => {
-                trace::validate_rays(rays)?;
-                Ok(trace::down::closest_hit_down(
-                    &scene.tiers(),
-                    rays,
-                    width,
-                    mask.bits(),
-                ))
+            None if self.fusion == Fusion::None => Ok(trace::down::closest_hit_grid(
+                &scene.tiers(),
+                grid,
+                starts,
+                mask.bits(),
+            )),
+            _ => {
+                let rays: Vec<Ray> = (starts.iter().enumerate())
+                    .map(|(i, &y)| grid.ray(i, y))
+                    .collect();
+                self.closest_hit_records(scene, &rays, mask)
             }
-            _ => self.closest_hit_records(scene, rays, mask),
         }
     }
+}
+
+/// Refuses a grid of downward rays with no cells a row, or a cell centre, start or floor that
+/// is not finite within the coordinate limit (NaN starts excepted: they mark rays that meet
+/// nothing).
+fn check_grid(grid: &trace::down::DownGrid, starts: &[f32]) -> Result<()> {
+    if grid.width == 0 {
+        return Err(Error::param("width", 0, "at least one ray a row"));
+    }
+    let rows = starts.len().div_ceil(grid.width);
+    let corners = [0, (rows.max(1) - 1) * grid.width + grid.width - 1]
+        .map(|i| crate::ground::cell_centre(grid.origin, grid.cell, grid.width, i));
+    let fits = |v: f32| v.is_finite() && v.abs() <= crate::limits::MAX_COORDINATE;
+    if !corners.iter().all(|c| fits(c.x) && fits(c.y)) || !fits(grid.cell) || !fits(grid.floor) {
+        return Err(Error::InvalidInput(format!(
+            "a grid of downward rays from {} with {} m cells down to {} reaches past {:e} m: \
+             use a smaller grid or finite values",
+            grid.origin,
+            grid.cell,
+            grid.floor,
+            crate::limits::MAX_COORDINATE
+        )));
+    }
+    if let Some(index) = starts.iter().position(|&y| !(y.is_nan() || fits(y))) {
+        return Err(Error::NonFiniteQuery {
+            index,
+            what: "an infinite or too high ray start",
+        });
+    }
+    Ok(())
 }
 
 /// The adapter `WGPU_ADAPTER_NAME` names, or the high-performance one.

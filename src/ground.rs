@@ -34,17 +34,16 @@ pub fn ground_grid(
         return Ok(vec![f32::NAN; cells]);
     };
     let top = hi.y + 1.0;
-    let drop = top - lo.y + 1.0;
-    let down: Vec<Ray> = (0..cells)
-        .map(|i| {
-            let c = cell_centre(origin, cell, width, i);
-            Ray::new(Vec3::new(c.x, top, c.y), Vec3::NEG_Y, drop)
-        })
-        .collect();
+    let frame = crate::trace::down::DownGrid {
+        origin,
+        cell,
+        width,
+        floor: lo.y - 1.0,
+    };
     let all = Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
     // Row-major and straight down: the CPU traces it with the tiled walk (same answers).
     let hits: Vec<_> = engine
-        .closest_hit_down(scene, &down, width, all)?
+        .closest_hit_grid(scene, &frame, &vec![top; cells], all)?
         .iter()
         .map(crate::trace::HitRecord::to_hit)
         .collect();

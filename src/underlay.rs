@@ -12,16 +12,18 @@
 //!
 //! Straight down alone cannot tell a room under a roof from a wall standing under it when their
 //! faces touch (the roof's underside on the wall's top, the wall's foot on the floor): a
-//! pair of opposite sideways rays from the middle of the headroom settles it, since from inside
+//! pair of opposite sideways rays from within the headroom settles it, since from inside
 //! a closed solid the first face met is a back face (the probes run across the whole scene;
-//! nothing met reads as open).
+//! nothing met reads as open). Pixels along one probe line share probes: a probe that crosses
+//! the headroom of later pixels before it meets its first face answers for them too.
 //!
-//! The passes are four batches whatever the size: every pixel, then the pixels with a top
-//! surface, then those whose top was a solid's, then the sideways probes of the overhangs. No image type is involved: the command-line
-//! tool turns an [`Underlay`] into colours.
+//! The straight-down passes are three batches whatever the size, given to the engine as a grid
+//! (no buffer of rays on the CPU): every pixel, then the pixels with a top surface, then those
+//! whose top was a solid's; the sideways probes take at most four batches each way. No image
+//! type is involved: the command-line tool turns an [`Underlay`] into colours.
 
 use crate::scene::{Mask, MaterialFlags, Scene};
-use crate::trace::{HitRecord, Ray};
+use crate::trace::{down::DownGrid, HitRecord, Ray};
 use crate::{limits, Engine, Error, Result};
 use glam::{Vec2, Vec3};
 use rayon::prelude::*;
@@ -127,11 +129,13 @@ pub fn underlay(
         return Ok(out);
     };
     let grid = Columns {
-        origin,
-        pixel,
-        width,
+        frame: DownGrid {
+            origin,
+            cell: pixel,
+            width,
+            floor: lo.y - 1.0,
+        },
         sky: hi.y + 1.0,
-        floor: lo.y - 1.0,
     };
     let all = Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
 
@@ -209,43 +213,25 @@ fn blank(origin: Vec2, pixel: f32, width: usize, height: usize) -> Result<Underl
     })
 }
 
-/// The vertical rays' frame: the pixel grid, the height above the scene they start from
-/// (`sky`) and the height below it they end at (`floor`).
+/// The vertical rays' frame: the pixel grid and the height below the scene they end at
+/// (`frame`), and the height above it they start from (`sky`).
 #[derive(Clone, Copy)]
 struct Columns {
-    origin: Vec2,
-    pixel: f32,
-    width: usize,
+    frame: DownGrid,
     sky: f32,
-    floor: f32,
 }
 
 impl Columns {
     /// Pixel `i`'s centre (x, z).
     fn centre(&self, i: usize) -> Vec2 {
-        crate::ground::cell_centre(self.origin, self.pixel, self.width, i)
-    }
-
-    /// Straight down through pixel `i` from height `y` to the floor.
-    fn down(&self, i: usize, y: f32) -> Ray {
-        let c = self.centre(i);
-        Ray::new(
-            Vec3::new(c.x, y, c.y),
-            Vec3::NEG_Y,
-            (y - self.floor).max(0.0),
-        )
-    }
-
-    /// A ray of length 0 for a pixel with nothing to ask: it meets nothing.
-    fn skip(&self, i: usize) -> Ray {
-        let c = self.centre(i);
-        Ray::new(Vec3::new(c.x, self.sky, c.y), Vec3::NEG_Y, 0.0)
+        let f = &self.frame;
+        crate::ground::cell_centre(f.origin, f.cell, f.width, i)
     }
 }
 
-/// The height a downward ray met its surface at, or `None` for a miss.
-fn hit_y(r: &Ray, h: &HitRecord) -> Option<f32> {
-    (!is_miss(h)).then(|| r.origin[1] - h.t)
+/// The height a downward ray from `start` met its surface at, or `None` for a miss.
+fn hit_y(start: f32, h: &HitRecord) -> Option<f32> {
+    (!is_miss(h)).then(|| start - h.t)
 }
 
 /// Where the next ray starts under a surface at height `y`.
@@ -254,15 +240,15 @@ fn below(y: f32) -> f32 {
 }
 
 /// The three straight-down passes: every pixel's top surface (`first`), what lies under it
-/// (`second`, traced by `rays2`), and, for the few pixels whose second hit was a solid's
-/// underside, what lies under that (`third`, traced by `rays3`; `third_at` maps a pixel to
-/// its place there).
+/// (`second`, its rays leaving from `start2`, NaN for none), and, for the few pixels whose
+/// second hit was a solid's underside, what lies under that (`third`, its rays leaving from
+/// `start3`; `third_at` maps a pixel to its place there).
 struct Layers {
     sky: f32,
     first: Vec<HitRecord>,
-    rays2: Vec<Ray>,
+    start2: Vec<f32>,
     second: Vec<HitRecord>,
-    rays3: Vec<Ray>,
+    start3: Vec<f32>,
     third: Vec<HitRecord>,
     third_at: Vec<u32>,
     /// Rays traced in the three passes.
@@ -278,41 +264,30 @@ impl Layers {
         n: usize,
         all: Mask,
     ) -> Result<Layers> {
-        let width = grid.width;
-        // The first two passes trace the whole grid, row-major, so the CPU's tiled walk sees
-        // neighbouring rays together; a pixel with nothing to ask gets a ray of length 0, which
-        // meets nothing.
-        // The top surface.
-        let mut rays: Vec<Ray> = (0..n)
-            .into_par_iter()
-            .map(|i| grid.down(i, grid.sky))
-            .collect();
-        let first = engine.closest_hit_down(scene, &rays, width, all)?;
-        let mut traced = n;
+        // The first two passes trace the whole grid, given by its frame; a pixel with nothing
+        // to ask starts at NaN and meets nothing. The top surface:
+        let frame = &grid.frame;
+        let mut starts = vec![grid.sky; n];
+        let first = engine.closest_hit_grid(scene, frame, &starts, all)?;
         // What lies under it: from just below an open surface, or from inside a solid (the same
         // buffer, rewritten in place).
-        rays.par_iter_mut()
-            .zip(&first)
-            .enumerate()
-            .for_each(|(i, (r, h))| {
-                *r = match hit_y(r, h) {
-                    Some(y) => grid.down(i, below(y)),
-                    None => grid.skip(i),
-                }
-            });
-        let second = engine.closest_hit_down(scene, &rays, width, all)?;
-        traced += first.iter().filter(|h| !is_miss(h)).count();
+        starts.par_iter_mut().zip(&first).for_each(|(y, h)| {
+            *y = hit_y(*y, h).map_or(f32::NAN, below);
+        });
+        let second = engine.closest_hit_grid(scene, frame, &starts, all)?;
+        let traced = n + starts.iter().filter(|y| !y.is_nan()).count();
         // Out of a solid's underside: few pixels, traced as a list in row order.
         let inside: Vec<usize> = (0..n)
             .into_par_iter()
             .filter(|&i| !is_miss(&second[i]) && second[i].back != 0)
             .collect();
-        let rays3: Vec<Ray> = inside
-            .iter()
-            .map(|&i| grid.down(i, below(hit_y(&rays[i], &second[i]).expect("a hit"))))
+        let start3: Vec<f32> = (inside.iter())
+            .map(|&i| below(hit_y(starts[i], &second[i]).expect("a hit")))
             .collect();
-        let third = engine.closest_hit_down(scene, &rays3, rays3.len(), all)?;
-        traced += rays3.len();
+        let rays3: Vec<Ray> = (inside.iter().zip(&start3))
+            .map(|(&i, &y)| frame.ray(i, y))
+            .collect();
+        let third = engine.closest_hit_records(scene, &rays3, all)?;
         // Pixel to its place in that list.
         let mut third_at = vec![u32::MAX; if inside.is_empty() { 0 } else { n }];
         for (k, &i) in inside.iter().enumerate() {
@@ -321,31 +296,39 @@ impl Layers {
         Ok(Layers {
             sky: grid.sky,
             first,
-            rays2: rays,
+            start2: starts,
             second,
-            rays3,
+            start3,
             third,
             third_at,
-            rays: traced,
+            rays: traced + rays3.len(),
         })
     }
 
     /// Pixel `i`'s top layer's underside and the surface under it (its height and hit).
     fn layer(&self, i: usize) -> (f32, Option<(f32, HitRecord)>) {
         let top_y = self.sky - self.first[i].t;
-        match hit_y(&self.rays2[i], &self.second[i]) {
+        match hit_y(self.start2[i], &self.second[i]) {
             None => (top_y, None),
             Some(bottom) if self.second[i].back != 0 => {
                 let k = self.third_at[i] as usize;
                 (
                     bottom,
-                    hit_y(&self.rays3[k], &self.third[k]).map(|y| (y, self.third[k])),
+                    hit_y(self.start3[k], &self.third[k]).map(|y| (y, self.third[k])),
                 )
             }
             Some(y) => (top_y, Some((y, self.second[i]))),
         }
     }
 }
+
+/// The probes' direction (and its opposite): 4 pixels across and 3 down make 5 along it, so
+/// pixels `(c, r)` and `(c + 4, r + 3)` lie on one probe line.
+const SIDEWAYS: Vec3 = Vec3::new(0.8, 0.0, 0.6);
+/// Pixels of one probe line that share one probe ([`Probe::open_along`]).
+const BLOCK: usize = 16;
+/// Batches of probes of one direction ([`Probe::open_along`]).
+const ROUNDS: usize = 4;
 
 /// Which pixels have open headroom under their top layer, and how many probes were traced.
 /// Headroom under a layer is open only if its middle is outside every closed solid: a
@@ -361,31 +344,175 @@ fn open_headroom(
     all: Mask,
 ) -> Result<(Vec<bool>, usize)> {
     let n = layers.first.len();
-    let candidates: Vec<(usize, f32)> = (0..n)
+    // The pixels with headroom, each with the lowest height its probe may leave from, its own
+    // probe's height and the highest.
+    let (candidates, window): (Vec<usize>, Vec<[f32; 3]>) = (0..n)
         .into_par_iter()
         .filter(|&i| !is_miss(&layers.first[i]))
         .filter_map(|i| match layers.layer(i) {
             (underside, Some((y, h))) if underside - y >= HEADROOM - MARGIN && h.back == 0 => {
-                Some((i, 0.5 * (underside + y)))
+                let quarter = 0.25 * HEADROOM;
+                Some((
+                    i,
+                    [y + quarter, probe_height(underside, y), underside - quarter],
+                ))
             }
             _ => None,
         })
-        .collect();
-    let sideways = Vec3::new(0.8, 0.0, 0.6);
-    let probes: Vec<Ray> = candidates
-        .iter()
-        .flat_map(|&(i, mid)| {
-            let c = grid.centre(i);
-            let o = Vec3::new(c.x, mid, c.y);
-            [Ray::new(o, sideways, reach), Ray::new(o, -sideways, reach)]
-        })
-        .collect();
-    let probed = engine.closest_hit_records(scene, &probes, all)?;
-    let mut open = vec![false; n];
-    for (&(i, _), h) in candidates.iter().zip(probed.chunks(2)) {
-        open[i] = h.iter().all(|h| is_miss(h) || h.back == 0);
+        .unzip();
+    // Pixel `i` is candidate `slot[i] - 1` (zeroed memory: only the pages candidates touch
+    // are written).
+    let mut slot: Vec<u32> = bytemuck::zeroed_vec(n);
+    for (k, &i) in candidates.iter().enumerate() {
+        slot[i] = k as u32 + 1;
     }
-    Ok((open, probes.len()))
+    let probe = Probe {
+        grid,
+        slot: &slot,
+        window: &window,
+        rows: n / grid.frame.width,
+        reach,
+    };
+    let (ahead, a) = probe.open_along(engine, scene, &candidates, 1, all)?;
+    let (behind, b) = probe.open_along(engine, scene, &candidates, -1, all)?;
+    let mut open = vec![false; n];
+    for (k, &i) in candidates.iter().enumerate() {
+        open[i] = ahead[k] && behind[k];
+    }
+    Ok((open, a + b))
+}
+
+/// Steps per metre of the probes' heights.
+const PROBE_STEPS: f32 = 64.0;
+
+/// The height a probe leaves from in headroom between `y` and `underside` (at least
+/// [`HEADROOM`] apart): the middle, on a 1/64 m grid so that the pixels of one room share it
+/// bit for bit (their heights differ in the last bits where a floor or ceiling is not flat in
+/// `f32`), and share probes.
+fn probe_height(underside: f32, y: f32) -> f32 {
+    (0.5 * (underside + y) * PROBE_STEPS).round() / PROBE_STEPS
+}
+
+/// The sideways probes of one direction over a grid whose candidate pixels (`slot[i]` is 1 +
+/// the candidate's number, 0 for other pixels) hold, in `window`, the lowest height their
+/// probe may leave from, their own probe's height and the highest.
+struct Probe<'a> {
+    grid: &'a Columns,
+    slot: &'a [u32],
+    window: &'a [[f32; 3]],
+    rows: usize,
+    reach: f32,
+}
+
+impl Probe<'_> {
+    /// Whether the probe from each candidate along `sign * SIDEWAYS` meets nothing or a front
+    /// face first, and how many rays were traced.
+    ///
+    /// Candidates on one probe line share probes. The line is cut into blocks of [`BLOCK`]
+    /// pixels; the first candidate of a block met going along the probe is probed (the
+    /// anchor), at its own height. The later candidates of the block whose headroom holds that
+    /// height in its middle half lie under the anchor's probe: where the anchor met its first
+    /// face farther on than such a candidate, plus a millimetre, a probe from the candidate at
+    /// that height meets the same face first (exactly so but for the last bits of a line
+    /// through an edge), and the candidate takes the anchor's answer. The others are settled
+    /// the same way in up to [`ROUNDS`] batches, the first unsettled candidate of a block
+    /// being the next anchor; the last batch probes every candidate still unsettled.
+    fn open_along(
+        &self,
+        engine: &Engine,
+        scene: &Scene,
+        candidates: &[usize],
+        sign: i64,
+        all: Mask,
+    ) -> Result<(Vec<bool>, usize)> {
+        let mut open: Vec<Option<bool>> = vec![None; candidates.len()];
+        let mut pending: Vec<usize> = (0..candidates.len()).collect();
+        let mut traced = 0;
+        // Distance between neighbouring pixels of a probe line, and the margin.
+        let step = 5.0 * self.grid.frame.cell;
+        for round in 1..=ROUNDS {
+            let anchors: Vec<(usize, i64)> = pending
+                .par_iter()
+                .map(|&k| match round {
+                    ROUNDS => (candidates[k], 0),
+                    _ => self.anchor(candidates[k], sign, &open),
+                })
+                .collect();
+            // The anchors' probes, in pixel order.
+            let mut probed: Vec<usize> = anchors.iter().map(|a| a.0).collect();
+            probed.par_sort_unstable();
+            probed.dedup();
+            let hits = self.trace(engine, scene, &probed, sign, all)?;
+            traced += probed.len();
+            let settled: Vec<Option<bool>> = anchors
+                .par_iter()
+                .map(|&(a, steps)| {
+                    let h = &hits[probed.binary_search(&a).expect("a probed anchor")];
+                    let clear = steps as f32 * step * (1.0 + 1e-5) + 1e-3;
+                    (steps == 0 || is_miss(h) || h.t > clear).then_some(h.back == 0)
+                })
+                .collect();
+            for (&k, o) in pending.iter().zip(settled) {
+                open[k] = o;
+            }
+            pending.retain(|&k| open[k].is_none());
+            if pending.is_empty() {
+                break;
+            }
+        }
+        Ok((open.into_iter().map(|o| o == Some(true)).collect(), traced))
+    }
+
+    /// The anchor of pixel `i` on its probe line (`sign` says which way the probe runs) among
+    /// the candidates not yet settled in `open`, and how many pixels lie between them; `(i,
+    /// 0)` where `i` is its own anchor.
+    fn anchor(&self, i: usize, sign: i64, open: &[Option<bool>]) -> (usize, i64) {
+        let (w, rows) = (self.grid.frame.width as i64, self.rows as i64);
+        let (c, r) = ((i as i64) % w, (i as i64) / w);
+        // Position along the line: 3 rows a step.
+        let p = r / 3;
+        let block = p / BLOCK as i64 * BLOCK as i64;
+        let first = if sign > 0 {
+            block
+        } else {
+            block + BLOCK as i64 - 1
+        };
+        let [lo, _, hi] = self.window[self.slot[i] as usize - 1];
+        let mut q = first;
+        while q != p {
+            let (cq, rq) = (c + 4 * (q - p), r + 3 * (q - p));
+            if (0..w).contains(&cq) && (0..rows).contains(&rq) {
+                let j = (rq * w + cq) as usize;
+                let k = self.slot[j] as usize;
+                if k > 0 && open[k - 1].is_none() && (lo..=hi).contains(&self.window[k - 1][1]) {
+                    return (j, (p - q) * sign);
+                }
+            }
+            q += sign;
+        }
+        (i, 0)
+    }
+
+    /// Closest hits of the probes from `pixels`, each at its own probe height.
+    fn trace(
+        &self,
+        engine: &Engine,
+        scene: &Scene,
+        pixels: &[usize],
+        sign: i64,
+        all: Mask,
+    ) -> Result<Vec<HitRecord>> {
+        let dir = SIDEWAYS * sign as f32;
+        let rays: Vec<Ray> = pixels
+            .iter()
+            .map(|&i| {
+                let c = self.grid.centre(i);
+                let mid = self.window[self.slot[i] as usize - 1][1];
+                Ray::new(Vec3::new(c.x, mid, c.y), dir, self.reach)
+            })
+            .collect();
+        engine.closest_hit_records(scene, &rays, all)
+    }
 }
 
 /// Fills every pixel with a top surface: the drawn surface (the one under an open overhang,
@@ -477,4 +604,93 @@ fn mark_walls(u: &mut Underlay) {
             *s = Surface::Wall;
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scene::procedural;
+
+    /// Every candidate probed on its own, both ways, from its own probe height: the answer the
+    /// shared probes must give.
+    fn one_by_one(
+        engine: &Engine,
+        scene: &Scene,
+        grid: &Columns,
+        layers: &Layers,
+        reach: f32,
+        all: Mask,
+    ) -> (Vec<bool>, usize) {
+        let n = layers.first.len();
+        let candidates: Vec<(usize, f32)> = (0..n)
+            .filter(|&i| !is_miss(&layers.first[i]))
+            .filter_map(|i| match layers.layer(i) {
+                (u, Some((y, h))) if u - y >= HEADROOM - MARGIN && h.back == 0 => {
+                    Some((i, probe_height(u, y)))
+                }
+                _ => None,
+            })
+            .collect();
+        let rays: Vec<Ray> = (candidates.iter())
+            .flat_map(|&(i, mid)| {
+                let c = grid.centre(i);
+                let o = Vec3::new(c.x, mid, c.y);
+                [Ray::new(o, SIDEWAYS, reach), Ray::new(o, -SIDEWAYS, reach)]
+            })
+            .collect();
+        let hits = engine.closest_hit_records(scene, &rays, all).unwrap();
+        let mut open = vec![false; n];
+        for (&(i, _), h) in candidates.iter().zip(hits.chunks(2)) {
+            open[i] = h.iter().all(|h| is_miss(h) || h.back == 0);
+        }
+        (open, rays.len())
+    }
+
+    /// Shared probes settle every pixel as probing each on its own does, on levels the
+    /// sharing was not tuned on (two villages, an urban block, `dungeon.obj` where found),
+    /// with a fraction of the rays.
+    #[test]
+    fn shared_probes_answer_as_probes_one_by_one() {
+        let engine = Engine::cpu();
+        let mut scenes = vec![
+            ("village 2", procedural::village(2, 1)),
+            ("village 5", procedural::village(5, 1)),
+            ("urban 3", procedural::urban(3, 1)),
+        ];
+        let data = std::env::var("SIGHTLINE_DATA")
+            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data").into());
+        let path = std::path::Path::new(&data).join("dungeon.obj");
+        if let Ok((level, _)) = crate::scene::load_obj(&path, &Default::default()) {
+            scenes.push(("dungeon.obj", level));
+        }
+        let all = Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
+        for (name, scene) in scenes {
+            let (lo, hi) = scene.bounds().unwrap();
+            let centre = (lo + hi) * 0.5;
+            let side = 512;
+            let grid = Columns {
+                frame: DownGrid {
+                    origin: Vec2::new(centre.x - 40.0, centre.z - 40.0),
+                    cell: 80.0 / side as f32,
+                    width: side,
+                    floor: lo.y - 1.0,
+                },
+                sky: hi.y + 1.0,
+            };
+            let layers = Layers::trace(&engine, &scene, &grid, side * side, all).unwrap();
+            let reach = (hi - lo).length() + 1.0;
+            let (open, probes) =
+                open_headroom(&engine, &scene, &grid, &layers, reach, all).unwrap();
+            let (want, each) = one_by_one(&engine, &scene, &grid, &layers, reach, all);
+            let differ = (0..open.len()).filter(|&i| open[i] != want[i]).count();
+            let open_pixels = want.iter().filter(|&&o| o).count();
+            eprintln!(
+                "{name}: {open_pixels} open pixels, {probes} probes (one by one {each}), \
+                 {differ} differ"
+            );
+            assert_eq!(differ, 0, "{name}: {differ} pixels settled otherwise");
+            assert!(2 * probes < each, "{name}: {probes} probes of {each}");
+            assert!(open_pixels > 1000, "{name}: only {open_pixels} open pixels");
+        }
+    }
 }

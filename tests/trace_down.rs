@@ -484,3 +484,73 @@ fn small_scene_matches_brute_force() {
         }
     }
 }
+
+/// `closest_hit_grid` (rays given by the grid's frame and a start height per cell) against the
+/// general kernel on the same rays, bit for bit: the top of `village` and of the tricky scene,
+/// then starts at random heights with NaN (no ray) mixed in, a partial last row; and the
+/// engine's form refuses a grid that reaches too far or a start that is infinite.
+#[test]
+fn rays_given_by_a_grid_frame_equal_the_rays_built_out() {
+    let mut rng = SplitMix64(31);
+    for (name, scene) in [
+        ("village", procedural::village(1, 1)),
+        ("tricky", tricky_scene(11)),
+    ] {
+        let (lo, hi) = scene.bounds().unwrap();
+        let frame = down::DownGrid {
+            origin: glam::Vec2::new(lo.x - 1.3, lo.z + 0.7),
+            cell: (hi.x - lo.x + 2.0) / 173.0,
+            width: 173,
+            floor: lo.y - 1.0,
+        };
+        let n = 173 * 160 + 41;
+        let top = vec![hi.y + 1.0; n];
+        let mixed: Vec<f32> = (0..n)
+            .map(|_| match rng.next_u64() % 5 {
+                0 => f32::NAN,
+                1 => lo.y - 2.0,
+                _ => rng.range(lo.y - 0.5, hi.y + 1.0),
+            })
+            .collect();
+        for (what, starts) in [("top", &top), ("mixed", &mixed)] {
+            let rays: Vec<Ray> = (0..n).map(|i| frame.ray(i, starts[i])).collect();
+            let want = cpu::closest_hit(&scene.tiers(), &rays, 7);
+            let got = down::closest_hit_grid(&scene.tiers(), &frame, starts, 7);
+            let bad = (0..n)
+                .filter(|&i| bytemuck::bytes_of(&got[i]) != bytemuck::bytes_of(&want[i]))
+                .count();
+            assert_eq!(bad, 0, "{name} {what}: {bad} of {n} records differ");
+            let hits = want.iter().filter(|h| !cpu::is_miss(h)).count();
+            let least = if what == "top" { n / 2 } else { n / 10 };
+            assert!(hits > least, "{name} {what}: only {hits} hits");
+            assert!((0..n).all(|i| !starts[i].is_nan() || cpu::is_miss(&got[i])));
+        }
+        let engine = sightline::Engine::cpu();
+        let all = sightline::Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
+        let got = engine
+            .closest_hit_grid(&scene, &frame, &mixed, all)
+            .unwrap();
+        let want = down::closest_hit_grid(&scene.tiers(), &frame, &mixed, 7);
+        assert_eq!(
+            bytemuck::cast_slice::<_, u8>(&got),
+            bytemuck::cast_slice::<_, u8>(&want)
+        );
+        let far = down::DownGrid { cell: 1e9, ..frame };
+        let err = engine
+            .closest_hit_grid(&scene, &far, &top, all)
+            .unwrap_err();
+        assert!(err.to_string().contains("smaller grid"), "{err}");
+        let mut bad = top.clone();
+        bad[77] = f32::INFINITY;
+        let err = engine
+            .closest_hit_grid(&scene, &frame, &bad, all)
+            .unwrap_err();
+        assert!(err.to_string().contains("ray start"), "{err}");
+        let zero = down::DownGrid { width: 0, ..frame };
+        assert!(engine.closest_hit_grid(&scene, &zero, &top, all).is_err());
+        assert!(engine
+            .closest_hit_grid(&scene, &zero, &[], all)
+            .unwrap()
+            .is_empty());
+    }
+}

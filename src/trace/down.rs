@@ -43,7 +43,7 @@ use super::cpu::{self, hit_record, intersect, RayPrep, BOX_PAD, STACK_SIZE};
 use super::{in_range, HitRecord, Ray, NO_HIT};
 use crate::bvh::{GpuTriangle, WideNode};
 use crate::scene::Tier;
-use glam::{Vec3, Vec3A, Vec4};
+use glam::{Vec2, Vec3, Vec3A, Vec4};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
@@ -79,11 +79,98 @@ const SAFE_PAD: f32 = 1e-5;
 /// grid; speed does (tiles of nearby rays share one walk).
 #[must_use]
 pub fn closest_hit_down(tiers: &[&Tier], rays: &[Ray], width: usize, mask: u32) -> Vec<HitRecord> {
-    if rays.is_empty() {
-        return Vec::new();
-    }
     if width == 0 {
         return cpu::closest_hit(tiers, rays, mask);
+    }
+    trace_source(tiers, rays, width, mask)
+}
+
+/// A row-major grid of straight-down rays given by its frame: ray `i` leaves from height
+/// `starts[i]` over the centre of cell `i` ([`crate::ground::cell_centre`]`(origin, cell,
+/// width, i)`) and runs down to `floor` (`t_max = max(start - floor, 0)`); a NaN start is a
+/// ray that meets nothing.
+#[derive(Clone, Copy, Debug)]
+pub struct DownGrid {
+    pub origin: Vec2,
+    /// Cell size (metres).
+    pub cell: f32,
+    /// Cells a row (at least 1).
+    pub width: usize,
+    pub floor: f32,
+}
+
+impl DownGrid {
+    /// Ray `i` of the grid leaving from height `start`.
+    #[must_use]
+    pub fn ray(&self, i: usize, start: f32) -> Ray {
+        let c = crate::ground::cell_centre(self.origin, self.cell, self.width, i);
+        if start.is_nan() {
+            return Ray::new(Vec3::new(c.x, self.floor, c.y), Vec3::from(DOWN), 0.0);
+        }
+        Ray::new(
+            Vec3::new(c.x, start, c.y),
+            Vec3::from(DOWN),
+            (start - self.floor).max(0.0),
+        )
+    }
+}
+
+/// [`closest_hit_down`] of the rays of `grid` leaving from `starts` (one a cell, row-major),
+/// without a buffer of rays: the same records as [`cpu::closest_hit`] of
+/// [`DownGrid::ray`]`(i, starts[i])`, bit for bit. Precondition (the caller validates): every
+/// ray's origin lies within [`crate::limits::MAX_COORDINATE`] and `grid.width > 0`.
+#[must_use]
+pub fn closest_hit_grid(
+    tiers: &[&Tier],
+    grid: &DownGrid,
+    starts: &[f32],
+    mask: u32,
+) -> Vec<HitRecord> {
+    trace_source(tiers, &GridRays { grid, starts }, grid.width, mask)
+}
+
+/// Where the tiles read their rays: a list, or a grid given by its frame.
+trait Source: Sync {
+    fn len(&self) -> usize;
+    /// Ray `i`.
+    fn get(&self, i: usize) -> Ray;
+}
+
+impl Source for [Ray] {
+    fn len(&self) -> usize {
+        <[Ray]>::len(self)
+    }
+    #[inline]
+    fn get(&self, i: usize) -> Ray {
+        self[i]
+    }
+}
+
+struct GridRays<'a> {
+    grid: &'a DownGrid,
+    starts: &'a [f32],
+}
+
+impl Source for GridRays<'_> {
+    fn len(&self) -> usize {
+        self.starts.len()
+    }
+    #[inline]
+    fn get(&self, i: usize) -> Ray {
+        self.grid.ray(i, self.starts[i])
+    }
+}
+
+/// The tiled walk over the rays of `src`, `width` a row (`width > 0`).
+fn trace_source<S: Source + ?Sized>(
+    tiers: &[&Tier],
+    src: &S,
+    width: usize,
+    mask: u32,
+) -> Vec<HitRecord> {
+    let n = src.len();
+    if n == 0 {
+        return Vec::new();
     }
     let tiers: Vec<&Tier> = tiers
         .iter()
@@ -91,10 +178,10 @@ pub fn closest_hit_down(tiers: &[&Tier], rays: &[Ray], width: usize, mask: u32) 
         .filter(|t| !t.wide.is_empty())
         .collect();
     if tiers.is_empty() {
-        return vec![HitRecord::MISS; rays.len()];
+        return vec![HitRecord::MISS; n];
     }
     // Every cell is written below; zeroed memory comes from the system without a pass over it.
-    let mut out: Vec<HitRecord> = bytemuck::zeroed_vec(rays.len());
+    let mut out: Vec<HitRecord> = bytemuck::zeroed_vec(n);
     // The lowest box bottom in any tree: bounds how deep below an origin a slab test can reach.
     let floor = tiers
         .iter()
@@ -109,27 +196,28 @@ pub fn closest_hit_down(tiers: &[&Tier], rays: &[Ray], width: usize, mask: u32) 
         broken: AtomicBool::new(false),
     };
     let band = TH * width;
-    let task = |tile: &mut Box<Tile>, (out, rays): (&mut [HitRecord], &[Ray])| {
+    let task = |tile: &mut Box<Tile>, (b, out): (usize, &mut [HitRecord])| {
         for c0 in (0..width).step_by(TW) {
             if ctx.broken.load(Relaxed) {
                 return;
             }
-            ctx.trace(tile, out, rays, c0);
+            ctx.trace(tile, out, (src, b * band), c0);
         }
     };
-    if rays.len() <= SERIAL_BELOW {
+    if n <= SERIAL_BELOW {
         let mut tile = Tile::boxed();
-        for pair in out.chunks_mut(band).zip(rays.chunks(band)) {
+        for pair in out.chunks_mut(band).enumerate() {
             task(&mut tile, pair);
         }
     } else {
         out.par_chunks_mut(band)
-            .zip(rays.par_chunks(band))
+            .enumerate()
             .for_each_init(Tile::boxed, task);
     }
     // Tiles check the precondition as they read their rays.
     if ctx.broken.into_inner() {
-        return cpu::closest_hit(&tiers, rays, mask);
+        let rays: Vec<Ray> = (0..n).map(|i| src.get(i)).collect();
+        return cpu::closest_hit(&tiers, &rays, mask);
     }
     out
 }
@@ -219,8 +307,16 @@ impl Tile {
         })
     }
 
-    /// Reads the rays of the tile at column `c0` of a band of up to [`TH`] grid rows.
-    fn fill(&mut self, rays: &[Ray], width: usize, c0: usize, floor: f32) -> Fill {
+    /// Reads the rays of the tile at column `c0` of the band of up to [`TH`] grid rows that
+    /// starts at ray `base` of `src`.
+    fn fill<S: Source + ?Sized>(
+        &mut self,
+        (src, base): (&S, usize),
+        width: usize,
+        c0: usize,
+        floor: f32,
+    ) -> Fill {
+        let len = src.len() - base;
         let mut fits = true;
         self.valid = [0; TH];
         self.live = [0; TH];
@@ -230,13 +326,14 @@ impl Tile {
         self.grid = true;
         for i in 0..TH {
             let start = i * width + c0;
-            if start >= rays.len() {
+            if start >= len {
                 break;
             }
-            let cols = TW.min(width - c0).min(rays.len() - start);
+            let cols = TW.min(width - c0).min(len - start);
             self.valid[i] = u32::MAX >> (32 - cols);
-            self.zs[i] = rays[start].origin[2];
-            for (j, r) in rays[start..start + cols].iter().enumerate() {
+            self.zs[i] = src.get(base + start).origin[2];
+            for j in 0..cols {
+                let r = &src.get(base + start + j);
                 let k = i * TW + j;
                 fits &= straight_down(r);
                 let [x, y, z] = r.origin;
@@ -348,7 +445,13 @@ fn flat_on_ground(a: [f32; 2], b: [f32; 2], c: [f32; 2]) -> bool {
 }
 
 impl Ctx<'_> {
-    fn trace(&self, tile: &mut Tile, out: &mut [HitRecord], rays: &[Ray], c0: usize) {
+    fn trace<S: Source + ?Sized>(
+        &self,
+        tile: &mut Tile,
+        out: &mut [HitRecord],
+        rays: (&S, usize),
+        c0: usize,
+    ) {
         match tile.fill(rays, self.width, c0, self.floor) {
             Fill::Live => {
                 for (n, tier) in self.tiers.iter().enumerate() {
