@@ -231,7 +231,7 @@ impl Columns {
 
 /// The height a downward ray from `start` met its surface at, or `None` for a miss.
 fn hit_y(start: f32, h: &HitRecord) -> Option<f32> {
-    (!is_miss(h)).then(|| start - h.t)
+    (!is_miss(h)).then_some(start - h.t)
 }
 
 /// Where the next ray starts under a surface at height `y`.

@@ -79,10 +79,59 @@ const SAFE_PAD: f32 = 1e-5;
 /// grid; speed does (tiles of nearby rays share one walk).
 #[must_use]
 pub fn closest_hit_down(tiers: &[&Tier], rays: &[Ray], width: usize, mask: u32) -> Vec<HitRecord> {
+    if rays.is_empty() {
+        return Vec::new();
+    }
     if width == 0 {
         return cpu::closest_hit(tiers, rays, mask);
     }
-    trace_source(tiers, rays, width, mask)
+    let tiers: Vec<&Tier> = tiers
+        .iter()
+        .copied()
+        .filter(|t| !t.wide.is_empty())
+        .collect();
+    if tiers.is_empty() {
+        return vec![HitRecord::MISS; rays.len()];
+    }
+    // Every cell is written below; zeroed memory comes from the system without a pass over it.
+    let mut out: Vec<HitRecord> = bytemuck::zeroed_vec(rays.len());
+    // The lowest box bottom in any tree: bounds how deep below an origin a slab test can reach.
+    let floor = tiers
+        .iter()
+        .map(|t| Vec4::from(t.wide[0].bounds[2]).min_element())
+        .fold(f32::INFINITY, f32::min);
+    let ctx = Ctx {
+        tiers: &tiers,
+        mask,
+        width,
+        floor,
+        template: RayPrep::new(Vec3::ZERO, Vec3::from(DOWN)),
+        broken: AtomicBool::new(false),
+    };
+    let band = TH * width;
+    let task = |tile: &mut Box<Tile>, (out, rays): (&mut [HitRecord], &[Ray])| {
+        for c0 in (0..width).step_by(TW) {
+            if ctx.broken.load(Relaxed) {
+                return;
+            }
+            ctx.trace(tile, out, rays, c0);
+        }
+    };
+    if rays.len() <= SERIAL_BELOW {
+        let mut tile = Tile::boxed();
+        for pair in out.chunks_mut(band).zip(rays.chunks(band)) {
+            task(&mut tile, pair);
+        }
+    } else {
+        out.par_chunks_mut(band)
+            .zip(rays.par_chunks(band))
+            .for_each_init(Tile::boxed, task);
+    }
+    // Tiles check the precondition as they read their rays.
+    if ctx.broken.into_inner() {
+        return cpu::closest_hit(&tiers, rays, mask);
+    }
+    out
 }
 
 /// A row-major grid of straight-down rays given by its frame: ray `i` leaves from height
@@ -115,9 +164,9 @@ impl DownGrid {
     }
 }
 
-/// [`closest_hit_down`] of the rays of `grid` leaving from `starts` (one a cell, row-major),
-/// without a buffer of rays: the same records as [`cpu::closest_hit`] of
-/// [`DownGrid::ray`]`(i, starts[i])`, bit for bit. Precondition (the caller validates): every
+/// The closest hits of the rays of `grid` leaving from `starts` (one a cell, row-major),
+/// without a buffer of rays, by laying the tree's leaves onto the grid ([`super::raster`]): the
+/// same records as [`cpu::closest_hit`] of [`DownGrid::ray`]`(i, starts[i])`, bit for bit. Precondition (the caller validates): every
 /// ray's origin lies within [`crate::limits::MAX_COORDINATE`] and `grid.width > 0`.
 #[must_use]
 pub fn closest_hit_grid(
@@ -126,100 +175,10 @@ pub fn closest_hit_grid(
     starts: &[f32],
     mask: u32,
 ) -> Vec<HitRecord> {
-    trace_source(tiers, &GridRays { grid, starts }, grid.width, mask)
-}
-
-/// Where the tiles read their rays: a list, or a grid given by its frame.
-trait Source: Sync {
-    fn len(&self) -> usize;
-    /// Ray `i`.
-    fn get(&self, i: usize) -> Ray;
-}
-
-impl Source for [Ray] {
-    fn len(&self) -> usize {
-        <[Ray]>::len(self)
-    }
-    #[inline]
-    fn get(&self, i: usize) -> Ray {
-        self[i]
-    }
-}
-
-struct GridRays<'a> {
-    grid: &'a DownGrid,
-    starts: &'a [f32],
-}
-
-impl Source for GridRays<'_> {
-    fn len(&self) -> usize {
-        self.starts.len()
-    }
-    #[inline]
-    fn get(&self, i: usize) -> Ray {
-        self.grid.ray(i, self.starts[i])
-    }
-}
-
-/// The tiled walk over the rays of `src`, `width` a row (`width > 0`).
-fn trace_source<S: Source + ?Sized>(
-    tiers: &[&Tier],
-    src: &S,
-    width: usize,
-    mask: u32,
-) -> Vec<HitRecord> {
-    let n = src.len();
-    if n == 0 {
+    if starts.is_empty() {
         return Vec::new();
     }
-    let tiers: Vec<&Tier> = tiers
-        .iter()
-        .copied()
-        .filter(|t| !t.wide.is_empty())
-        .collect();
-    if tiers.is_empty() {
-        return vec![HitRecord::MISS; n];
-    }
-    // Every cell is written below; zeroed memory comes from the system without a pass over it.
-    let mut out: Vec<HitRecord> = bytemuck::zeroed_vec(n);
-    // The lowest box bottom in any tree: bounds how deep below an origin a slab test can reach.
-    let floor = tiers
-        .iter()
-        .map(|t| Vec4::from(t.wide[0].bounds[2]).min_element())
-        .fold(f32::INFINITY, f32::min);
-    let ctx = Ctx {
-        tiers: &tiers,
-        mask,
-        width,
-        floor,
-        template: RayPrep::new(Vec3::ZERO, Vec3::from(DOWN)),
-        broken: AtomicBool::new(false),
-    };
-    let band = TH * width;
-    let task = |tile: &mut Box<Tile>, (b, out): (usize, &mut [HitRecord])| {
-        for c0 in (0..width).step_by(TW) {
-            if ctx.broken.load(Relaxed) {
-                return;
-            }
-            ctx.trace(tile, out, (src, b * band), c0);
-        }
-    };
-    if n <= SERIAL_BELOW {
-        let mut tile = Tile::boxed();
-        for pair in out.chunks_mut(band).enumerate() {
-            task(&mut tile, pair);
-        }
-    } else {
-        out.par_chunks_mut(band)
-            .enumerate()
-            .for_each_init(Tile::boxed, task);
-    }
-    // Tiles check the precondition as they read their rays.
-    if ctx.broken.into_inner() {
-        let rays: Vec<Ray> = (0..n).map(|i| src.get(i)).collect();
-        return cpu::closest_hit(&tiers, &rays, mask);
-    }
-    out
+    super::raster::closest_hit_grid(tiers, grid, starts, mask)
 }
 
 /// Whether `r` meets the precondition of [`closest_hit_down`].
@@ -307,16 +266,8 @@ impl Tile {
         })
     }
 
-    /// Reads the rays of the tile at column `c0` of the band of up to [`TH`] grid rows that
-    /// starts at ray `base` of `src`.
-    fn fill<S: Source + ?Sized>(
-        &mut self,
-        (src, base): (&S, usize),
-        width: usize,
-        c0: usize,
-        floor: f32,
-    ) -> Fill {
-        let len = src.len() - base;
+    /// Reads the rays of the tile at column `c0` of a band of up to [`TH`] grid rows.
+    fn fill(&mut self, rays: &[Ray], width: usize, c0: usize, floor: f32) -> Fill {
         let mut fits = true;
         self.valid = [0; TH];
         self.live = [0; TH];
@@ -326,14 +277,13 @@ impl Tile {
         self.grid = true;
         for i in 0..TH {
             let start = i * width + c0;
-            if start >= len {
+            if start >= rays.len() {
                 break;
             }
-            let cols = TW.min(width - c0).min(len - start);
+            let cols = TW.min(width - c0).min(rays.len() - start);
             self.valid[i] = u32::MAX >> (32 - cols);
-            self.zs[i] = src.get(base + start).origin[2];
-            for j in 0..cols {
-                let r = &src.get(base + start + j);
+            self.zs[i] = rays[start].origin[2];
+            for (j, r) in rays[start..start + cols].iter().enumerate() {
                 let k = i * TW + j;
                 fits &= straight_down(r);
                 let [x, y, z] = r.origin;
@@ -440,18 +390,12 @@ fn height(y: f32, limit: f32) -> f32 {
 /// 2D cross products cancel exactly for any origin, and [`intersect`] never reports a hit for a
 /// downward ray.
 #[inline]
-fn flat_on_ground(a: [f32; 2], b: [f32; 2], c: [f32; 2]) -> bool {
+pub(super) fn flat_on_ground(a: [f32; 2], b: [f32; 2], c: [f32; 2]) -> bool {
     a == b || b == c || c == a || (a[0] == b[0] && b[0] == c[0]) || (a[1] == b[1] && b[1] == c[1])
 }
 
 impl Ctx<'_> {
-    fn trace<S: Source + ?Sized>(
-        &self,
-        tile: &mut Tile,
-        out: &mut [HitRecord],
-        rays: (&S, usize),
-        c0: usize,
-    ) {
+    fn trace(&self, tile: &mut Tile, out: &mut [HitRecord], rays: &[Ray], c0: usize) {
         match tile.fill(rays, self.width, c0, self.floor) {
             Fill::Live => {
                 for (n, tier) in self.tiers.iter().enumerate() {
@@ -665,16 +609,36 @@ fn candidates(t: &Tile, tri: &GpuTriangle, admitted: &[u32; TH]) -> Option<[u32;
     if flat_on_ground(a, bb, c) {
         return None;
     }
-    let lo = [a[0].min(bb[0]).min(c[0]), a[1].min(bb[1]).min(c[1])];
-    let hi = [a[0].max(bb[0]).max(c[0]), a[1].max(bb[1]).max(c[1])];
-    // Extent of tile and triangle together, squared.
-    let ex = hi[0].max(t.hi[0]) - lo[0].min(t.lo[0]);
-    let ez = hi[1].max(t.hi[1]) - lo[1].min(t.lo[1]);
+    Some(match candidate_pad(a, bb, c, t.lo, t.hi) {
+        Some((lo, hi)) => {
+            let m = t.rect(lo[0], hi[0], lo[1], hi[1]);
+            std::array::from_fn(|i| m[i] & admitted[i])
+        }
+        None => *admitted,
+    })
+}
+
+/// The ground box (x, z) outside which no downward ray from origins within `[lo, hi]` can hit
+/// the triangle with ground corners `a`, `b`, `c`, when it is wide enough to bound safely
+/// (see the module documentation); `None` for a thin one.
+#[inline]
+pub(super) fn candidate_pad(
+    a: [f32; 2],
+    b: [f32; 2],
+    c: [f32; 2],
+    lo: [f32; 2],
+    hi: [f32; 2],
+) -> Option<([f32; 2], [f32; 2])> {
+    let tlo = [a[0].min(b[0]).min(c[0]), a[1].min(b[1]).min(c[1])];
+    let thi = [a[0].max(b[0]).max(c[0]), a[1].max(b[1]).max(c[1])];
+    // Extent of origins and triangle together, squared.
+    let ex = thi[0].max(hi[0]) - tlo[0].min(lo[0]);
+    let ez = thi[1].max(hi[1]) - tlo[1].min(lo[1]);
     let r2 = ex * ex + ez * ez;
     let e = [
-        [bb[0] - a[0], bb[1] - a[1]],
+        [b[0] - a[0], b[1] - a[1]],
         [c[0] - a[0], c[1] - a[1]],
-        [c[0] - bb[0], c[1] - bb[1]],
+        [c[0] - b[0], c[1] - b[1]],
     ];
     let cross = e[0][0] * e[1][1] - e[0][1] * e[1][0];
     let l2 = e
@@ -683,11 +647,6 @@ fn candidates(t: &Tile, tri: &GpuTriangle, admitted: &[u32; TH]) -> Option<[u32;
         .fold(0.0f32, f32::max);
     // Smallest height = |cross| / longest edge; compare squares.
     let wide = cross * cross > SAFE_WIDTH * SAFE_WIDTH * r2 * l2;
-    Some(if wide {
-        let p = SAFE_PAD * r2.sqrt();
-        let m = t.rect(lo[0] - p, hi[0] + p, lo[1] - p, hi[1] + p);
-        std::array::from_fn(|i| m[i] & admitted[i])
-    } else {
-        *admitted
-    })
+    let p = SAFE_PAD * r2.sqrt();
+    wide.then_some(([tlo[0] - p, tlo[1] - p], [thi[0] + p, thi[1] + p]))
 }

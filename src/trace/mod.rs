@@ -3,6 +3,7 @@
 pub mod cpu;
 pub mod down;
 pub mod packet;
+mod raster;
 
 use bytemuck::{Pod, Zeroable};
 use glam::Vec3;
