@@ -527,6 +527,9 @@ fn rays_given_by_a_grid_frame_equal_the_rays_built_out() {
         }
         let engine = sightline::Engine::cpu();
         let all = sightline::Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
+        if name == "tricky" {
+            on_vertices_and_beneath(&scene);
+        }
         let got = engine
             .closest_hit_grid(&scene, &frame, &mixed, all)
             .unwrap();
@@ -552,5 +555,50 @@ fn rays_given_by_a_grid_frame_equal_the_rays_built_out() {
             .closest_hit_grid(&scene, &zero, &[], all)
             .unwrap()
             .is_empty());
+    }
+}
+
+/// `closest_hit_grid` with pixel centres exactly over the tricky scene's integer vertices and
+/// its floors' box faces, every mask, then the pass beneath the first hits: equal to the
+/// general kernel bit for bit.
+fn on_vertices_and_beneath(scene: &Scene) {
+    let (lo, hi) = scene.bounds().unwrap();
+    let frame = down::DownGrid {
+        origin: glam::Vec2::new(-22.125, -22.125),
+        cell: 0.25,
+        width: 177,
+        floor: lo.y - 1.0,
+    };
+    let n = 177 * 177;
+    let check = |starts: &[f32], mask: u32, what: &str| {
+        let rays: Vec<Ray> = (0..n).map(|i| frame.ray(i, starts[i])).collect();
+        let want = cpu::closest_hit(&scene.tiers(), &rays, mask);
+        let got = down::closest_hit_grid(&scene.tiers(), &frame, starts, mask);
+        let bad = (0..n)
+            .filter(|&i| bytemuck::bytes_of(&got[i]) != bytemuck::bytes_of(&want[i]))
+            .count();
+        assert_eq!(
+            bad, 0,
+            "tricky {what}, mask {mask}: {bad} of {n} records differ"
+        );
+        want
+    };
+    let top = vec![hi.y + 1.0; n];
+    for mask in MASKS {
+        check(&top, mask, "on vertices");
+    }
+    let first = check(&top, 7, "on vertices");
+    let beneath: Vec<f32> = (0..n)
+        .map(|i| match cpu::is_miss(&first[i]) {
+            true => f32::NAN,
+            false => top[i] - first[i].t - 0.01,
+        })
+        .collect();
+    for mask in MASKS {
+        let hits = check(&beneath, mask, "beneath");
+        if mask == 7 {
+            let found = hits.iter().filter(|h| !cpu::is_miss(h)).count();
+            assert!(found > 1000, "tricky beneath: only {found} hits");
+        }
     }
 }
