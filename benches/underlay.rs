@@ -1,7 +1,9 @@
 //! Top-down pictures: closest hits of a 1024 x 1024 grid of straight-down rays, one per pixel,
 //! over 100 m x 100 m of `village` (centred) and over the whole `rock` scene, on the CPU:
-//! `down_tiled` (`trace::down::closest_hit_down`, tiles of rays sharing one tree walk) beside
-//! `closest_stream` (`trace::cpu::closest_hit`, the general kernel, on the same rays). On
+//! `down_grid` (`trace::down::closest_hit_grid`, the rays given by the grid's frame, the tree's
+//! leaves laid onto the pixels) and `down_tiled` (`trace::down::closest_hit_down`, tiles of
+//! rays sharing one tree walk) beside `closest_stream` (`trace::cpu::closest_hit`, the general
+//! kernel, on the same rays). On
 //! `village`, the same pair also runs the second pass of such a picture ("what lies beneath
 //! the top surface"): each ray restarts 1 cm below its first hit and runs to the bottom, and
 //! misses get `t_max = 0`.
@@ -29,6 +31,7 @@ use criterion::{Criterion, Throughput};
 use glam::Vec2;
 use glam::Vec3;
 use sightline::scene::{procedural, Tier};
+use sightline::trace::down::DownGrid;
 use sightline::trace::{cpu, down, Ray};
 use sightline::underlay::{underlay, Underlay};
 use sightline::{Engine, Scene};
@@ -79,7 +82,7 @@ fn beneath(scene: &Scene, rays: &[Ray], tiers: &[&Tier]) -> Vec<Ray> {
         .collect()
 }
 
-fn pair(c: &mut Criterion, name: &str, tiers: &[&Tier], rays: &[Ray]) {
+fn pair(c: &mut Criterion, name: &str, tiers: &[&Tier], rays: &[Ray], frame: &DownGrid) {
     let t = Instant::now();
     let want = cpu::closest_hit(tiers, rays, MASK);
     let t_ref = t.elapsed();
@@ -97,8 +100,22 @@ fn pair(c: &mut Criterion, name: &str, tiers: &[&Tier], rays: &[Ray]) {
         ms(t_down),
         ms(t_ref)
     );
+    // The same rays given by the grid's frame and a start height a pixel (NaN: no ray).
+    let starts: Vec<f32> = (rays.iter())
+        .map(|r| if r.t_max > 0.0 { r.origin[1] } else { f32::NAN })
+        .collect();
+    let built: Vec<Ray> = (0..rays.len()).map(|i| frame.ray(i, starts[i])).collect();
+    let want = cpu::closest_hit(tiers, &built, MASK);
+    let got = down::closest_hit_grid(tiers, frame, &starts, MASK);
+    assert!(
+        bytemuck::cast_slice::<_, u8>(&got) == bytemuck::cast_slice::<_, u8>(&want),
+        "{name}: down_grid and closest_stream disagree"
+    );
     let mut g = c.benchmark_group(format!("underlay/{name}"));
     g.throughput(Throughput::Elements(rays.len() as u64));
+    g.bench_function("down_grid", |b| {
+        b.iter(|| black_box(down::closest_hit_grid(tiers, frame, &starts, MASK)))
+    });
     g.bench_function("down_tiled", |b| {
         b.iter(|| black_box(down::closest_hit_down(tiers, rays, SIDE, MASK)))
     });
@@ -172,9 +189,16 @@ fn main() {
         "village: {} triangles",
         tiers.iter().map(|t| t.triangles.len()).sum::<usize>()
     );
-    pair(&mut c, "village", &tiers, &rays);
+    let frame = |scene: &Scene, x0: f32, z0: f32| DownGrid {
+        origin: Vec2::new(x0, z0),
+        cell: EXTENT / SIDE as f32,
+        width: SIDE,
+        floor: scene.bounds().expect("non-empty scene").0.y - 1.0,
+    };
+    let village_frame = frame(&village, centre.x - 0.5 * EXTENT, centre.z - 0.5 * EXTENT);
+    pair(&mut c, "village", &tiers, &rays, &village_frame);
     let under = beneath(&village, &rays, &tiers);
-    pair(&mut c, "village_beneath", &tiers, &under);
+    pair(&mut c, "village_beneath", &tiers, &under, &village_frame);
 
     let rock = procedural::rock(1, 1);
     let (lo, _) = rock.bounds().expect("non-empty scene");
@@ -184,7 +208,7 @@ fn main() {
         "rock: {} triangles",
         tiers.iter().map(|t| t.triangles.len()).sum::<usize>()
     );
-    pair(&mut c, "rock", &tiers, &rays);
+    pair(&mut c, "rock", &tiers, &rays, &frame(&rock, lo.x, lo.z));
 
     let gpu = gpu_engine();
     whole(

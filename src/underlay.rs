@@ -438,16 +438,24 @@ impl Probe<'_> {
                     _ => self.anchor(candidates[k], sign, &open),
                 })
                 .collect();
-            // The anchors' probes, in pixel order.
-            let mut probed: Vec<usize> = anchors.iter().map(|a| a.0).collect();
-            probed.par_sort_unstable();
-            probed.dedup();
+            // The anchors' probes, in pixel order; `probe[k]` is candidate `k`'s among them.
+            let mut probe = vec![u32::MAX; candidates.len()];
+            for &(a, _) in &anchors {
+                probe[self.slot[a] as usize - 1] = 0;
+            }
+            let mut probed = Vec::new();
+            for (k, p) in probe.iter_mut().enumerate() {
+                if *p == 0 {
+                    *p = probed.len() as u32;
+                    probed.push(candidates[k]);
+                }
+            }
             let hits = self.trace(engine, scene, &probed, sign, all)?;
             traced += probed.len();
             let settled: Vec<Option<bool>> = anchors
                 .par_iter()
                 .map(|&(a, steps)| {
-                    let h = &hits[probed.binary_search(&a).expect("a probed anchor")];
+                    let h = &hits[probe[self.slot[a] as usize - 1] as usize];
                     let clear = steps as f32 * step * (1.0 + 1e-5) + 1e-3;
                     (steps == 0 || is_miss(h) || h.t > clear).then_some(h.back == 0)
                 })
