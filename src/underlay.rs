@@ -17,9 +17,9 @@
 //! nothing met reads as open). Pixels along one probe line share probes: a probe that crosses
 //! the headroom of later pixels before it meets its first face answers for them too.
 //!
-//! The straight-down passes are three batches whatever the size, given to the engine as a grid
-//! (no buffer of rays on the CPU): every pixel, then the pixels with a top surface, then those
-//! whose top was a solid's; the sideways probes take at most four batches each way. No image
+//! The straight-down passes are three batches whatever the size: every pixel, then the pixels
+//! with a top surface (both given to the engine as a grid, with no buffer of rays on the CPU),
+//! then those whose top was a solid's; the sideways probes take at most four batches (two on a GPU). No image
 //! type is involved: the command-line tool turns an [`Underlay`] into colours.
 
 use crate::scene::{Mask, MaterialFlags, Scene};
@@ -144,7 +144,9 @@ pub fn underlay(
     out.rays += layers.rays;
     let straight_down = clock.elapsed();
     let reach = (hi - lo).length() + 1.0;
-    let (open, probes) = open_headroom(engine, scene, &grid, &layers, reach, all)?;
+    // Each wait costs a GPU far more than the rays of the later batches.
+    let rounds = if engine.gpu().is_some() { 2 } else { ROUNDS };
+    let (open, probes) = open_headroom(engine, scene, (&grid, &layers), reach, all, rounds)?;
     out.rays += probes;
     let probing = clock.elapsed() - straight_down;
 
@@ -325,23 +327,23 @@ impl Layers {
 /// The probes' direction (and its opposite): 4 pixels across and 3 down make 5 along it, so
 /// pixels `(c, r)` and `(c + 4, r + 3)` lie on one probe line.
 const SIDEWAYS: Vec3 = Vec3::new(0.8, 0.0, 0.6);
-/// Pixels of one probe line that share one probe ([`Probe::open_along`]).
+/// Pixels of one probe line that share one probe ([`Probe::open_both`]).
 const BLOCK: usize = 16;
-/// Batches of probes of one direction ([`Probe::open_along`]).
+/// Batches of probes on the CPU ([`Probe::open_both`]); a GPU takes two.
 const ROUNDS: usize = 4;
 
 /// Which pixels have open headroom under their top layer, and how many probes were traced.
 /// Headroom under a layer is open only if its middle is outside every closed solid: a
 /// sideways ray from there first meets a front face. (Straight down alone cannot tell a
 /// room under a roof from a wall standing on the floor under it when their faces touch.)
-/// `reach` is the probes' length: across the whole scene.
+/// `reach` is the probes' length: across the whole scene; `rounds` the batches of probes.
 fn open_headroom(
     engine: &Engine,
     scene: &Scene,
-    grid: &Columns,
-    layers: &Layers,
+    (grid, layers): (&Columns, &Layers),
     reach: f32,
     all: Mask,
+    rounds: usize,
 ) -> Result<(Vec<bool>, usize)> {
     let n = layers.first.len();
     // The pixels with headroom, each with the lowest height its probe may leave from, its own
@@ -373,13 +375,12 @@ fn open_headroom(
         rows: n / grid.frame.width,
         reach,
     };
-    let (ahead, a) = probe.open_along(engine, scene, &candidates, 1, all)?;
-    let (behind, b) = probe.open_along(engine, scene, &candidates, -1, all)?;
+    let ([ahead, behind], traced) = probe.open_both(engine, scene, &candidates, rounds, all)?;
     let mut open = vec![false; n];
     for (k, &i) in candidates.iter().enumerate() {
         open[i] = ahead[k] && behind[k];
     }
-    Ok((open, a + b))
+    Ok((open, traced))
 }
 
 /// Steps per metre of the probes' heights.
@@ -405,8 +406,8 @@ struct Probe<'a> {
 }
 
 impl Probe<'_> {
-    /// Whether the probe from each candidate along `sign * SIDEWAYS` meets nothing or a front
-    /// face first, and how many rays were traced.
+    /// Whether the probe from each candidate along `SIDEWAYS` and along `-SIDEWAYS` meets
+    /// nothing or a front face first, and how many rays were traced.
     ///
     /// Candidates on one probe line share probes. The line is cut into blocks of [`BLOCK`]
     /// pixels; the first candidate of a block met going along the probe is probed (the
@@ -415,60 +416,43 @@ impl Probe<'_> {
     /// face farther on than such a candidate, plus a millimetre, a probe from the candidate at
     /// that height meets the same face first (exactly so but for the last bits of a line
     /// through an edge), and the candidate takes the anchor's answer. The others are settled
-    /// the same way in up to [`ROUNDS`] batches, the first unsettled candidate of a block
-    /// being the next anchor; the last batch probes every candidate still unsettled.
-    fn open_along(
+    /// the same way in up to `rounds` batches (both directions share each batch), the first
+    /// unsettled candidate of a block being the next anchor; the last batch probes every
+    /// candidate still unsettled.
+    fn open_both(
         &self,
         engine: &Engine,
         scene: &Scene,
         candidates: &[usize],
-        sign: i64,
+        rounds: usize,
         all: Mask,
-    ) -> Result<(Vec<bool>, usize)> {
-        let mut open: Vec<Option<bool>> = vec![None; candidates.len()];
-        let mut pending: Vec<usize> = (0..candidates.len()).collect();
+    ) -> Result<([Vec<bool>; 2], usize)> {
+        let mut sweeps = [1, -1].map(|sign| Sweep {
+            sign,
+            open: vec![None; candidates.len()],
+            pending: (0..candidates.len()).collect(),
+            anchors: Vec::new(),
+            probed: Vec::new(),
+        });
         let mut traced = 0;
-        // Distance between neighbouring pixels of a probe line, and the margin.
-        let step = 5.0 * self.grid.frame.cell;
-        for round in 1..=ROUNDS {
-            let anchors: Vec<(usize, i64)> = pending
-                .par_iter()
-                .map(|&k| match round {
-                    ROUNDS => (candidates[k], 0),
-                    _ => self.anchor(candidates[k], sign, &open),
-                })
-                .collect();
-            // The anchors' probes, in pixel order; `probe[k]` is candidate `k`'s among them.
-            let mut probe = vec![u32::MAX; candidates.len()];
-            for &(a, _) in &anchors {
-                probe[self.slot[a] as usize - 1] = 0;
+        for round in 1..=rounds {
+            let mut rays = Vec::new();
+            for w in &mut sweeps {
+                w.plan(self, candidates, round == rounds);
+                rays.extend(self.rays(&w.probed, w.sign));
             }
-            let mut probed = Vec::new();
-            for (k, p) in probe.iter_mut().enumerate() {
-                if *p == 0 {
-                    *p = probed.len() as u32;
-                    probed.push(candidates[k]);
-                }
-            }
-            let hits = self.trace(engine, scene, &probed, sign, all)?;
-            traced += probed.len();
-            let settled: Vec<Option<bool>> = anchors
-                .par_iter()
-                .map(|&(a, steps)| {
-                    let h = &hits[probe[self.slot[a] as usize - 1] as usize];
-                    let clear = steps as f32 * step * (1.0 + 1e-5) + 1e-3;
-                    (steps == 0 || is_miss(h) || h.t > clear).then_some(h.back == 0)
-                })
-                .collect();
-            for (&k, o) in pending.iter().zip(settled) {
-                open[k] = o;
-            }
-            pending.retain(|&k| open[k].is_none());
-            if pending.is_empty() {
+            if rays.is_empty() {
                 break;
             }
+            traced += rays.len();
+            let hits = engine.closest_hit_records(scene, &rays, all)?;
+            let (ahead, behind) = hits.split_at(sweeps[0].probed.len());
+            for (w, hits) in sweeps.iter_mut().zip([ahead, behind]) {
+                w.settle(self, hits);
+            }
         }
-        Ok((open.into_iter().map(|o| o == Some(true)).collect(), traced))
+        let [a, b] = sweeps.map(|w| w.open.into_iter().map(|o| o == Some(true)).collect());
+        Ok(([a, b], traced))
     }
 
     /// The anchor of pixel `i` on its probe line (`sign` says which way the probe runs) among
@@ -501,25 +485,66 @@ impl Probe<'_> {
         (i, 0)
     }
 
-    /// Closest hits of the probes from `pixels`, each at its own probe height.
-    fn trace(
-        &self,
-        engine: &Engine,
-        scene: &Scene,
-        pixels: &[usize],
-        sign: i64,
-        all: Mask,
-    ) -> Result<Vec<HitRecord>> {
+    /// The probes from `pixels` along `sign * SIDEWAYS`, each at its own probe height.
+    fn rays<'a>(&'a self, pixels: &'a [usize], sign: i64) -> impl Iterator<Item = Ray> + 'a {
         let dir = SIDEWAYS * sign as f32;
-        let rays: Vec<Ray> = pixels
-            .iter()
-            .map(|&i| {
-                let c = self.grid.centre(i);
-                let mid = self.window[self.slot[i] as usize - 1][1];
-                Ray::new(Vec3::new(c.x, mid, c.y), dir, self.reach)
+        pixels.iter().map(move |&i| {
+            let c = self.grid.centre(i);
+            let mid = self.window[self.slot[i] as usize - 1][1];
+            Ray::new(Vec3::new(c.x, mid, c.y), dir, self.reach)
+        })
+    }
+}
+
+/// The probes of one direction ([`Probe::open_both`]): each candidate's answer once settled,
+/// the candidates still pending, and this batch's anchors (per pending candidate: the pixel
+/// probed for it and how many pixels lie between) and probed pixels (in pixel order).
+struct Sweep {
+    sign: i64,
+    open: Vec<Option<bool>>,
+    pending: Vec<usize>,
+    anchors: Vec<(usize, i64)>,
+    probed: Vec<usize>,
+}
+
+impl Sweep {
+    /// Chooses the pending candidates' anchors (each its own in the `last` batch) and the
+    /// pixels to probe.
+    fn plan(&mut self, p: &Probe, candidates: &[usize], last: bool) {
+        self.anchors = (self.pending.par_iter())
+            .map(|&k| match last {
+                true => (candidates[k], 0),
+                false => p.anchor(candidates[k], self.sign, &self.open),
             })
             .collect();
-        engine.closest_hit_records(scene, &rays, all)
+        // Each anchor once, in pixel order (candidates are).
+        let mut probe = vec![false; candidates.len()];
+        for &(a, _) in &self.anchors {
+            probe[p.slot[a] as usize - 1] = true;
+        }
+        self.probed = (0..candidates.len())
+            .filter(|&k| probe[k])
+            .map(|k| candidates[k])
+            .collect();
+    }
+
+    /// Settles the pending candidates from the probes' `hits` (one per probed pixel).
+    fn settle(&mut self, p: &Probe, hits: &[HitRecord]) {
+        // Distance between neighbouring pixels of a probe line.
+        let step = 5.0 * p.grid.frame.cell;
+        let probed = &self.probed;
+        let settled: Vec<Option<bool>> = (self.anchors.par_iter())
+            .map(|&(a, steps)| {
+                let h = &hits[probed.binary_search(&a).expect("a probed anchor")];
+                let clear = steps as f32 * step * (1.0 + 1e-5) + 1e-3;
+                (steps == 0 || is_miss(h) || h.t > clear).then_some(h.back == 0)
+            })
+            .collect();
+        for (&k, o) in self.pending.iter().zip(settled) {
+            self.open[k] = o;
+        }
+        let open = &self.open;
+        self.pending.retain(|&k| open[k].is_none());
     }
 }
 
@@ -687,18 +712,20 @@ mod tests {
             };
             let layers = Layers::trace(&engine, &scene, &grid, side * side, all).unwrap();
             let reach = (hi - lo).length() + 1.0;
-            let (open, probes) =
-                open_headroom(&engine, &scene, &grid, &layers, reach, all).unwrap();
             let (want, each) = one_by_one(&engine, &scene, &grid, &layers, reach, all);
-            let differ = (0..open.len()).filter(|&i| open[i] != want[i]).count();
             let open_pixels = want.iter().filter(|&&o| o).count();
-            eprintln!(
-                "{name}: {open_pixels} open pixels, {probes} probes (one by one {each}), \
-                 {differ} differ"
-            );
-            assert_eq!(differ, 0, "{name}: {differ} pixels settled otherwise");
-            assert!(2 * probes < each, "{name}: {probes} probes of {each}");
             assert!(open_pixels > 1000, "{name}: only {open_pixels} open pixels");
+            for rounds in [2, ROUNDS] {
+                let (open, probes) =
+                    open_headroom(&engine, &scene, (&grid, &layers), reach, all, rounds).unwrap();
+                let differ = (0..open.len()).filter(|&i| open[i] != want[i]).count();
+                eprintln!(
+                    "{name}, {rounds} batches: {open_pixels} open pixels, {probes} probes (one \
+                     by one {each}), {differ} differ"
+                );
+                assert_eq!(differ, 0, "{name}: {differ} pixels settled otherwise");
+                assert!(2 * probes < each, "{name}: {probes} probes of {each}");
+            }
         }
     }
 }
