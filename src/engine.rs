@@ -518,7 +518,8 @@ impl Engine {
                 mask.bits(),
             )),
             _ => {
-                let rays: Vec<Ray> = (starts.iter().enumerate())
+                use rayon::prelude::*;
+                let rays: Vec<Ray> = (starts.par_iter().enumerate())
                     .map(|(i, &y)| grid.ray(i, y))
                     .collect();
                 self.closest_hit_records(scene, &rays, mask)
@@ -527,12 +528,20 @@ impl Engine {
     }
 }
 
-/// Refuses a grid of downward rays with no cells a row, or a cell centre, start or floor that
+/// Refuses a grid of downward rays with no cells a row, a cell size not above 0 (the kernel
+/// needs centres that rise along rows and columns), or a cell centre, start or floor that
 /// is not finite within the coordinate limit (NaN starts excepted: they mark rays that meet
 /// nothing).
 fn check_grid(grid: &trace::down::DownGrid, starts: &[f32]) -> Result<()> {
     if grid.width == 0 {
         return Err(Error::param("width", 0, "at least one ray a row"));
+    }
+    if !(grid.cell > 0.0) {
+        return Err(Error::param(
+            "cell",
+            grid.cell,
+            "a cell size above 0 metres",
+        ));
     }
     let rows = starts.len().div_ceil(grid.width);
     let corners = [0, (rows.max(1) - 1) * grid.width + grid.width - 1]

@@ -549,6 +549,13 @@ fn rays_given_by_a_grid_frame_equal_the_rays_built_out() {
             .closest_hit_grid(&scene, &frame, &bad, all)
             .unwrap_err();
         assert!(err.to_string().contains("ray start"), "{err}");
+        for cell in [0.0, -0.5, f32::NAN] {
+            let flipped = down::DownGrid { cell, ..frame };
+            let err = engine
+                .closest_hit_grid(&scene, &flipped, &top, all)
+                .unwrap_err();
+            assert!(err.to_string().contains("above 0"), "{err}");
+        }
         let zero = down::DownGrid { width: 0, ..frame };
         assert!(engine.closest_hit_grid(&scene, &zero, &top, all).is_err());
         assert!(engine

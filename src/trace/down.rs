@@ -165,9 +165,10 @@ impl DownGrid {
 }
 
 /// The closest hits of the rays of `grid` leaving from `starts` (one a cell, row-major),
-/// without a buffer of rays, by laying the tree's leaves onto the grid ([`super::raster`]): the
-/// same records as [`cpu::closest_hit`] of [`DownGrid::ray`]`(i, starts[i])`, bit for bit. Precondition (the caller validates): every
-/// ray's origin lies within [`crate::limits::MAX_COORDINATE`] and `grid.width > 0`.
+/// without a buffer of rays, by laying the tree's leaves onto the grid (the `raster` kernel): the
+/// same records as [`cpu::closest_hit`] of [`DownGrid::ray`]`(i, starts[i])`, bit for bit.
+/// Precondition (the caller validates): every ray's origin lies within
+/// [`crate::limits::MAX_COORDINATE`], `grid.width > 0` and `grid.cell > 0`.
 #[must_use]
 pub fn closest_hit_grid(
     tiers: &[&Tier],
