@@ -92,88 +92,31 @@ fn materials() -> Vec<Material> {
 /// movable object so both tiers are walked.
 fn tricky_scene(seed: u64) -> Scene {
     let mut rng = SplitMix64(seed);
-    let mut mesh = Mesh::default();
-    let mut mat = 0u32;
-    let mut push = |mesh: &mut Mesh, a: Vec3, b: Vec3, c: Vec3| {
-        mesh.push_triangle(a, b, c, mat % 5);
-        mat += 1;
-    };
+    let mut m = Pusher::default();
     // Random triangles.
     for _ in 0..1500 {
         let c = rng.in_box(Vec3::new(-20.0, -2.0, -20.0), Vec3::new(20.0, 8.0, 20.0));
         let a = rng.unit_vector() * rng.range(0.2, 4.0);
         let b = rng.unit_vector() * rng.range(0.2, 4.0);
-        push(&mut mesh, c, c + a, c + b);
+        m.push(c, c + a, c + b);
         // Every tenth one twice more: coincident, and reversed (equal distances, other ids).
         if rng.f32() < 0.1 {
-            push(&mut mesh, c, c + a, c + b);
-            push(&mut mesh, c, c + b, c + a);
+            m.push(c, c + a, c + b);
+            m.push(c, c + b, c + a);
         }
     }
-    // Two coplanar floors at integer and half-integer vertices, and a third on top of the
-    // first at the same height (ties broken by id).
-    for (offset, y) in [(0.0, 0.0), (0.5, 0.0), (0.0, 0.0)] {
-        for i in -10..10 {
-            for k in -10..10 {
-                let p =
-                    |dx: f32, dz: f32| Vec3::new(i as f32 + dx + offset, y, k as f32 + dz + offset);
-                push(&mut mesh, p(0.0, 0.0), p(0.0, 1.0), p(1.0, 0.0));
-                push(&mut mesh, p(1.0, 0.0), p(0.0, 1.0), p(1.0, 1.0));
-            }
-        }
-    }
-    // Roofs: tilted quads at integer corners.
-    for _ in 0..40 {
-        let (x, z) = (
-            rng.range(-18.0, 18.0).round(),
-            rng.range(-18.0, 18.0).round(),
-        );
-        let (h, s) = (rng.range(1.0, 6.0), rng.range(0.0, 1.0));
-        let p = |dx: f32, dz: f32| Vec3::new(x + dx, h + s * dx, z + dz);
-        push(&mut mesh, p(0.0, 0.0), p(0.0, 2.0), p(2.0, 0.0));
-        push(&mut mesh, p(2.0, 0.0), p(0.0, 2.0), p(2.0, 2.0));
-    }
-    // Vertical triangles: along the axes, and in random vertical planes with three different
-    // ground points (gables) or two over each other (walls).
-    for _ in 0..150 {
-        let p = rng.in_box(Vec3::new(-20.0, -1.0, -20.0), Vec3::new(20.0, 5.0, 20.0));
-        let d = rng.range(0.5, 4.0);
-        let h = rng.range(0.5, 3.0);
-        match rng.next_u64() % 4 {
-            0 => push(
-                &mut mesh,
-                p,
-                p + Vec3::new(d, 0.0, 0.0),
-                p + Vec3::new(0.5 * d, h, 0.0),
-            ),
-            1 => push(
-                &mut mesh,
-                p,
-                p + Vec3::new(0.0, 0.0, d),
-                p + Vec3::new(0.0, h, 0.3 * d),
-            ),
-            2 => {
-                let a = rng.range(0.0, std::f32::consts::TAU);
-                let u = Vec3::new(a.cos(), 0.0, a.sin()) * d;
-                push(&mut mesh, p, p + u, p + 0.5 * u + Vec3::Y * h);
-            }
-            _ => {
-                let a = rng.range(0.0, std::f32::consts::TAU);
-                let u = Vec3::new(a.cos(), 0.0, a.sin()) * d;
-                push(&mut mesh, p, p + u, p + Vec3::Y * h);
-                push(&mut mesh, p + u, p + u + Vec3::Y * h, p + Vec3::Y * h);
-            }
-        }
-    }
+    floors_and_roofs(&mut rng, &mut m);
+    verticals(&mut rng, &mut m);
     // Slivers (nearly collinear on the ground) and tiny triangles.
     for _ in 0..150 {
         let p = rng.in_box(Vec3::new(-20.0, -1.0, -20.0), Vec3::new(20.0, 5.0, 20.0));
         let u = rng.unit_vector() * rng.range(0.5, 5.0);
         let w = rng.unit_vector() * 1e-4;
-        push(&mut mesh, p, p + u, p + 0.5 * u + w);
+        m.push(p, p + u, p + 0.5 * u + w);
         let t = rng.unit_vector() * 1e-3;
-        push(&mut mesh, p, p + t, p + t.cross(Vec3::Y));
+        m.push(p, p + t, p + t.cross(Vec3::Y));
     }
+    let mesh = m.mesh;
     let mut scene = Scene::from_mesh(mesh, materials()).unwrap();
     // A movable slab (second tier) overlapping the floors.
     let mut slab = Mesh::default();
@@ -191,6 +134,78 @@ fn tricky_scene(seed: u64) -> Scene {
         )
         .unwrap();
     scene
+}
+
+/// A mesh built a triangle at a time, materials taken in turn.
+#[derive(Default)]
+struct Pusher {
+    mesh: Mesh,
+    mat: u32,
+}
+
+impl Pusher {
+    fn push(&mut self, a: Vec3, b: Vec3, c: Vec3) {
+        self.mesh.push_triangle(a, b, c, self.mat % 5);
+        self.mat += 1;
+    }
+}
+
+/// Two coplanar floors at integer and half-integer vertices, a third on top of the first at
+/// the same height (ties broken by id), and tilted roofs at integer corners.
+fn floors_and_roofs(rng: &mut SplitMix64, m: &mut Pusher) {
+    for (offset, y) in [(0.0, 0.0), (0.5, 0.0), (0.0, 0.0)] {
+        for i in -10..10 {
+            for k in -10..10 {
+                let p =
+                    |dx: f32, dz: f32| Vec3::new(i as f32 + dx + offset, y, k as f32 + dz + offset);
+                m.push(p(0.0, 0.0), p(0.0, 1.0), p(1.0, 0.0));
+                m.push(p(1.0, 0.0), p(0.0, 1.0), p(1.0, 1.0));
+            }
+        }
+    }
+    for _ in 0..40 {
+        let (x, z) = (
+            rng.range(-18.0, 18.0).round(),
+            rng.range(-18.0, 18.0).round(),
+        );
+        let (h, s) = (rng.range(1.0, 6.0), rng.range(0.0, 1.0));
+        let p = |dx: f32, dz: f32| Vec3::new(x + dx, h + s * dx, z + dz);
+        m.push(p(0.0, 0.0), p(0.0, 2.0), p(2.0, 0.0));
+        m.push(p(2.0, 0.0), p(0.0, 2.0), p(2.0, 2.0));
+    }
+}
+
+/// Vertical triangles: along the axes, and in random vertical planes with three different
+/// ground points (gables) or two over each other (walls).
+fn verticals(rng: &mut SplitMix64, m: &mut Pusher) {
+    for _ in 0..150 {
+        let p = rng.in_box(Vec3::new(-20.0, -1.0, -20.0), Vec3::new(20.0, 5.0, 20.0));
+        let d = rng.range(0.5, 4.0);
+        let h = rng.range(0.5, 3.0);
+        match rng.next_u64() % 4 {
+            0 => m.push(
+                p,
+                p + Vec3::new(d, 0.0, 0.0),
+                p + Vec3::new(0.5 * d, h, 0.0),
+            ),
+            1 => m.push(
+                p,
+                p + Vec3::new(0.0, 0.0, d),
+                p + Vec3::new(0.0, h, 0.3 * d),
+            ),
+            2 => {
+                let a = rng.range(0.0, std::f32::consts::TAU);
+                let u = Vec3::new(a.cos(), 0.0, a.sin()) * d;
+                m.push(p, p + u, p + 0.5 * u + Vec3::Y * h);
+            }
+            _ => {
+                let a = rng.range(0.0, std::f32::consts::TAU);
+                let u = Vec3::new(a.cos(), 0.0, a.sin()) * d;
+                m.push(p, p + u, p + Vec3::Y * h);
+                m.push(p + u, p + u + Vec3::Y * h, p + Vec3::Y * h);
+            }
+        }
+    }
 }
 
 #[test]

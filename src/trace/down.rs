@@ -364,6 +364,21 @@ impl Tile {
     }
 }
 
+/// The slab test of [`cpu::children_entry`] for four downward rays (`tp` with each lane's origin
+/// in `o`, x, y and z, and its limit in `limit`) against slot `s` of a node with bounds `b`: the
+/// same operations on the same values, one ray a lane. Bit `j` set where lane `j` is admitted.
+#[inline]
+pub(super) fn slab4(tp: &RayPrep, b: &[[f32; 4]; 6], s: usize, o: [Vec4; 3], limit: Vec4) -> u32 {
+    let (inv, near) = (tp.inv.to_array(), tp.near);
+    let d = |a: usize, row: usize| (Vec4::splat(b[row][s]) - o[a]) * Vec4::splat(inv[a]);
+    // Written out: `[0, 1, 2].map(..)` can stay an out-of-line call.
+    let (nx, ny, nz) = (d(0, near[0]), d(1, near[1]), d(2, near[2]));
+    let (fx, fy, fz) = (d(0, near[0] ^ 1), d(1, near[1] ^ 1), d(2, near[2] ^ 1));
+    let n = nx.max(ny).max(nz.max(Vec4::ZERO));
+    let f = fx.min(fy).min(fz.min(limit)) * BOX_PAD;
+    n.cmple(f).bitmask()
+}
+
 /// Bit `j` set where `lo <= v[j] <= hi`.
 #[inline]
 fn span_mask<const N: usize>(v: &[f32; N], lo: f32, hi: f32) -> u32 {
@@ -498,19 +513,9 @@ impl Ctx<'_> {
     /// ray's limit: the same operations on the same values, so the same verdicts.
     #[inline]
     fn admits(&self, t: &Tile, k: usize, node: &WideNode, s: usize) -> u32 {
-        let b = &node.bounds;
-        let o = [&t.ox, &t.oy, &t.oz];
-        let (inv, near) = (self.template.inv.to_array(), self.template.near);
-        let d = |a: usize, row: usize| {
-            (Vec4::splat(b[row][s]) - Vec4::from_slice(&o[a][k..k + 4])) * Vec4::splat(inv[a])
-        };
-        // Written out: `[0, 1, 2].map(..)` can stay an out-of-line call.
-        let (nx, ny, nz) = (d(0, near[0]), d(1, near[1]), d(2, near[2]));
-        let (fx, fy, fz) = (d(0, near[0] ^ 1), d(1, near[1] ^ 1), d(2, near[2] ^ 1));
+        let o = [&t.ox, &t.oy, &t.oz].map(|v| Vec4::from_slice(&v[k..k + 4]));
         let limit = Vec4::from_slice(&t.limit[k..k + 4]);
-        let n = nx.max(ny).max(nz.max(Vec4::ZERO));
-        let f = fx.min(fy).min(fz.min(limit)) * BOX_PAD;
-        n.cmple(f).bitmask()
+        slab4(&self.template, &node.bounds, s, o, limit)
     }
 
     /// `RayPrep::new(origin, DOWN)` for cell `k`: only `org` depends on the origin.

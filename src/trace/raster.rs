@@ -19,8 +19,8 @@
 //! no stack, and rows of pixels read in order. Bands of rows run in parallel, each over the
 //! leaves that reach it.
 
-use super::cpu::{hit_record, RayPrep, BOX_PAD, EDGE_SNAP};
-use super::down::{candidate_pad, flat_on_ground, DownGrid, DOWN};
+use super::cpu::{hit_record, RayPrep, EDGE_SNAP};
+use super::down::{candidate_pad, flat_on_ground, slab4, DownGrid, DOWN};
 use super::{HitRecord, NO_HIT};
 use crate::bvh::{GpuTriangle, WideNode};
 use crate::scene::Tier;
@@ -246,7 +246,7 @@ impl Band {
                     Vec4::splat(px.zs[r]),
                 ];
                 let t_max = Vec4::from_slice(&self.t_max[k..k + 4]);
-                let m = admits(tp, &node.bounds, s, o, t_max) & live.bitmask() & inside;
+                let m = slab4(tp, &node.bounds, s, o, t_max) & live.bitmask() & inside;
                 any |= m;
                 self.admitted.push(m);
                 c += 4;
@@ -305,23 +305,6 @@ impl Band {
             };
         }
     }
-}
-
-/// The slab test of `cpu::children_entry` for four downward rays from `o` (x, y, z lanes)
-/// with limits `limit` against slot `s` of a node with bounds `b`: the same operations on the
-/// same values, one ray a lane. Bit `j` set where lane `j` is admitted.
-#[inline]
-fn admits(tp: &RayPrep, b: &[[f32; 4]; 6], s: usize, o: [Vec4; 3], limit: Vec4) -> u32 {
-    let (inv, near) = (tp.inv.to_array(), tp.near);
-    let d = |a: usize, row: usize| (Vec4::splat(b[row][s]) - o[a]) * Vec4::splat(inv[a]);
-    let n = d(0, near[0])
-        .max(d(1, near[1]))
-        .max(d(2, near[2]).max(Vec4::ZERO));
-    let f = d(0, near[0] ^ 1)
-        .min(d(1, near[1] ^ 1))
-        .min(d(2, near[2] ^ 1).min(limit))
-        * Vec4::splat(BOX_PAD);
-    n.cmple(f).bitmask()
 }
 
 /// [`intersect`] for downward rays, four at a time: for `dir = DOWN` the ray's shear rows pick
