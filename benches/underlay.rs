@@ -106,7 +106,7 @@ fn pair(c: &mut Criterion, name: &str, tiers: &[&Tier], rays: &[Ray], frame: &Do
         .collect();
     let built: Vec<Ray> = (0..rays.len()).map(|i| frame.ray(i, starts[i])).collect();
     let want = cpu::closest_hit(tiers, &built, MASK);
-    let got = down::closest_hit_grid(tiers, frame, &starts, MASK);
+    let got = down::closest_hit_grid(tiers, frame, &starts, MASK).expect("a valid grid");
     assert!(
         bytemuck::cast_slice::<_, u8>(&got) == bytemuck::cast_slice::<_, u8>(&want),
         "{name}: down_grid and closest_stream disagree"

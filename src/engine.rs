@@ -508,17 +508,15 @@ impl Engine {
         if starts.is_empty() {
             return Ok(Vec::new());
         }
-        check_grid(grid, starts)?;
         match &self.gpu {
-            // The tiled walk is a plain twin; a fused engine takes the general kernel.
-            None if self.fusion == Fusion::None => Ok(trace::down::closest_hit_grid(
-                &scene.tiers(),
-                grid,
-                starts,
-                mask.bits(),
-            )),
+            // The grid kernel is a plain twin (it checks the grid); a fused engine takes the
+            // general kernel.
+            None if self.fusion == Fusion::None => {
+                trace::down::closest_hit_grid(&scene.tiers(), grid, starts, mask.bits())
+            }
             _ => {
                 use rayon::prelude::*;
+                grid.check(starts)?;
                 let rays: Vec<Ray> = (starts.par_iter().enumerate())
                     .map(|(i, &y)| grid.ray(i, y))
                     .collect();
@@ -526,44 +524,6 @@ impl Engine {
             }
         }
     }
-}
-
-/// Refuses a grid of downward rays with no cells a row, a cell size not above 0 (the kernel
-/// needs centres that rise along rows and columns), or a cell centre, start or floor that
-/// is not finite within the coordinate limit (NaN starts excepted: they mark rays that meet
-/// nothing).
-fn check_grid(grid: &trace::down::DownGrid, starts: &[f32]) -> Result<()> {
-    if grid.width == 0 {
-        return Err(Error::param("width", 0, "at least one ray a row"));
-    }
-    if !(grid.cell > 0.0) {
-        return Err(Error::param(
-            "cell",
-            grid.cell,
-            "a cell size above 0 metres",
-        ));
-    }
-    let rows = starts.len().div_ceil(grid.width);
-    let corners = [0, (rows.max(1) - 1) * grid.width + grid.width - 1]
-        .map(|i| crate::ground::cell_centre(grid.origin, grid.cell, grid.width, i));
-    let fits = |v: f32| v.is_finite() && v.abs() <= crate::limits::MAX_COORDINATE;
-    if !corners.iter().all(|c| fits(c.x) && fits(c.y)) || !fits(grid.cell) || !fits(grid.floor) {
-        return Err(Error::InvalidInput(format!(
-            "a grid of downward rays from {} with {} m cells down to {} reaches past {:e} m: \
-             use a smaller grid or finite values",
-            grid.origin,
-            grid.cell,
-            grid.floor,
-            crate::limits::MAX_COORDINATE
-        )));
-    }
-    if let Some(index) = starts.iter().position(|&y| !(y.is_nan() || fits(y))) {
-        return Err(Error::NonFiniteQuery {
-            index,
-            what: "an infinite or too high ray start",
-        });
-    }
-    Ok(())
 }
 
 /// The adapter `WGPU_ADAPTER_NAME` names, or the high-performance one.

@@ -530,7 +530,7 @@ fn rays_given_by_a_grid_frame_equal_the_rays_built_out() {
         for (what, starts) in [("top", &top), ("mixed", &mixed)] {
             let rays: Vec<Ray> = (0..n).map(|i| frame.ray(i, starts[i])).collect();
             let want = cpu::closest_hit(&scene.tiers(), &rays, 7);
-            let got = down::closest_hit_grid(&scene.tiers(), &frame, starts, 7);
+            let got = down::closest_hit_grid(&scene.tiers(), &frame, starts, 7).unwrap();
             let bad = (0..n)
                 .filter(|&i| bytemuck::bytes_of(&got[i]) != bytemuck::bytes_of(&want[i]))
                 .count();
@@ -548,7 +548,7 @@ fn rays_given_by_a_grid_frame_equal_the_rays_built_out() {
         let got = engine
             .closest_hit_grid(&scene, &frame, &mixed, all)
             .unwrap();
-        let want = down::closest_hit_grid(&scene.tiers(), &frame, &mixed, 7);
+        let want = down::closest_hit_grid(&scene.tiers(), &frame, &mixed, 7).unwrap();
         assert_eq!(
             bytemuck::cast_slice::<_, u8>(&got),
             bytemuck::cast_slice::<_, u8>(&want)
@@ -573,6 +573,9 @@ fn rays_given_by_a_grid_frame_equal_the_rays_built_out() {
         }
         let zero = down::DownGrid { width: 0, ..frame };
         assert!(engine.closest_hit_grid(&scene, &zero, &top, all).is_err());
+        // The kernel's own entry point refuses the same grids.
+        assert!(down::closest_hit_grid(&scene.tiers(), &zero, &top, 7).is_err());
+        assert!(down::closest_hit_grid(&scene.tiers(), &far, &top, 7).is_err());
         assert!(engine
             .closest_hit_grid(&scene, &zero, &[], all)
             .unwrap()
@@ -595,7 +598,7 @@ fn on_vertices_and_beneath(scene: &Scene) {
     let check = |starts: &[f32], mask: u32, what: &str| {
         let rays: Vec<Ray> = (0..n).map(|i| frame.ray(i, starts[i])).collect();
         let want = cpu::closest_hit(&scene.tiers(), &rays, mask);
-        let got = down::closest_hit_grid(&scene.tiers(), &frame, starts, mask);
+        let got = down::closest_hit_grid(&scene.tiers(), &frame, starts, mask).unwrap();
         let bad = (0..n)
             .filter(|&i| bytemuck::bytes_of(&got[i]) != bytemuck::bytes_of(&want[i]))
             .count();

@@ -149,6 +149,45 @@ pub struct DownGrid {
 }
 
 impl DownGrid {
+    /// Refuses a grid of downward rays with no cells a row, a cell size not above 0 (the kernel
+    /// needs centres that rise along rows and columns), or a cell centre, start or floor that
+    /// is not finite within the coordinate limit (NaN starts excepted: they mark rays that meet
+    /// nothing).
+    pub fn check(&self, starts: &[f32]) -> crate::Result<()> {
+        if self.width == 0 {
+            return Err(crate::Error::param("width", 0, "at least one ray a row"));
+        }
+        if !(self.cell > 0.0) {
+            return Err(crate::Error::param(
+                "cell",
+                self.cell,
+                "a cell size above 0 metres",
+            ));
+        }
+        let rows = starts.len().div_ceil(self.width);
+        let corners = [0, (rows.max(1) - 1) * self.width + self.width - 1]
+            .map(|i| crate::ground::cell_centre(self.origin, self.cell, self.width, i));
+        let fits = |v: f32| v.is_finite() && v.abs() <= crate::limits::MAX_COORDINATE;
+        if !corners.iter().all(|c| fits(c.x) && fits(c.y)) || !fits(self.cell) || !fits(self.floor)
+        {
+            return Err(crate::Error::InvalidInput(format!(
+                "a grid of downward rays from {} with {} m cells down to {} reaches past {:e} m: \
+                 use a smaller grid or finite values",
+                self.origin,
+                self.cell,
+                self.floor,
+                crate::limits::MAX_COORDINATE
+            )));
+        }
+        if let Some(index) = starts.iter().position(|&y| !(y.is_nan() || fits(y))) {
+            return Err(crate::Error::NonFiniteQuery {
+                index,
+                what: "an infinite or too high ray start",
+            });
+        }
+        Ok(())
+    }
+
     /// Ray `i` of the grid leaving from height `start`.
     #[must_use]
     pub fn ray(&self, i: usize, start: f32) -> Ray {
@@ -167,19 +206,18 @@ impl DownGrid {
 /// The closest hits of the rays of `grid` leaving from `starts` (one a cell, row-major),
 /// without a buffer of rays, by laying the tree's leaves onto the grid (the `raster` kernel): the
 /// same records as [`cpu::closest_hit`] of [`DownGrid::ray`]`(i, starts[i])`, bit for bit.
-/// Precondition (the caller validates): every ray's origin lies within
-/// [`crate::limits::MAX_COORDINATE`], `grid.width > 0` and `grid.cell > 0`.
-#[must_use]
+/// A grid [`DownGrid::check`] refuses is an error.
 pub fn closest_hit_grid(
     tiers: &[&Tier],
     grid: &DownGrid,
     starts: &[f32],
     mask: u32,
-) -> Vec<HitRecord> {
+) -> crate::Result<Vec<HitRecord>> {
     if starts.is_empty() {
-        return Vec::new();
+        return Ok(Vec::new());
     }
-    super::raster::closest_hit_grid(tiers, grid, starts, mask)
+    grid.check(starts)?;
+    Ok(super::raster::closest_hit_grid(tiers, grid, starts, mask))
 }
 
 /// Whether `r` meets the precondition of [`closest_hit_down`].
