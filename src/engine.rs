@@ -495,9 +495,8 @@ impl Engine {
     /// [`Engine::closest_hit_records`] for the straight-down rays of a row-major grid given by
     /// its frame ([`trace::down::DownGrid`]): ray `i` leaves from height `starts[i]` over the
     /// centre of cell `i` (a NaN start meets nothing), as a top-down picture traces them. The
-    /// GPU runs its ordinary kernel on the rays; the CPU shares one walk of the tree between
-    /// each tile of neighbouring rays and never builds a buffer of rays. The answers are the
-    /// same, bit for bit.
+    /// GPU runs its ordinary kernel on the rays; the CPU lays the tree's leaves onto the grid
+    /// and never builds a buffer of rays. The answers are the same, bit for bit.
     pub fn closest_hit_grid(
         &self,
         scene: &Scene,
@@ -505,6 +504,19 @@ impl Engine {
         starts: &[f32],
         mask: Mask,
     ) -> Result<Vec<HitRecord>> {
+        self.closest_hit_grid_with(scene, grid, starts, mask, |h| *h)
+    }
+
+    /// [`Engine::closest_hit_grid`], keeping only what `keep` makes of each record (a picture
+    /// of a million pixels need not hold 32 bytes a pixel).
+    pub fn closest_hit_grid_with<T: bytemuck::Zeroable + Send>(
+        &self,
+        scene: &Scene,
+        grid: &trace::down::DownGrid,
+        starts: &[f32],
+        mask: Mask,
+        keep: impl Fn(&HitRecord) -> T + Sync,
+    ) -> Result<Vec<T>> {
         if starts.is_empty() {
             return Ok(Vec::new());
         }
@@ -512,7 +524,7 @@ impl Engine {
             // The grid kernel is a plain twin (it checks the grid); a fused engine takes the
             // general kernel.
             None if self.fusion == Fusion::None => {
-                trace::down::closest_hit_grid(&scene.tiers(), grid, starts, mask.bits())
+                trace::down::closest_hit_grid_with(&scene.tiers(), grid, starts, mask.bits(), keep)
             }
             _ => {
                 use rayon::prelude::*;
@@ -520,7 +532,8 @@ impl Engine {
                 let rays: Vec<Ray> = (starts.par_iter().enumerate())
                     .map(|(i, &y)| grid.ray(i, y))
                     .collect();
-                self.closest_hit_records(scene, &rays, mask)
+                let records = self.closest_hit_records(scene, &rays, mask)?;
+                Ok(records.par_iter().map(&keep).collect())
             }
         }
     }

@@ -41,18 +41,14 @@ pub fn ground_grid(
         floor: lo.y - 1.0,
     };
     let all = Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
-    // Row-major and straight down: the CPU traces it with the tiled walk (same answers).
-    let hits: Vec<_> = engine
-        .closest_hit_grid(scene, &frame, &vec![top; cells], all)?
-        .iter()
-        .map(crate::trace::HitRecord::to_hit)
-        .collect();
+    // Row-major and straight down: the CPU lays the tree onto the grid (same answers), and
+    // only the heights are kept.
     let min_normal_y = max_slope.cos();
-    Ok(hits
-        .iter()
-        .map(|h| match h {
+    let materials = scene.materials();
+    engine.closest_hit_grid_with(scene, &frame, &vec![top; cells], all, |h| {
+        match h.to_hit() {
             Some(h)
-                if scene.materials()[h.material as usize]
+                if materials[h.material as usize]
                     .flags
                     .contains(MaterialFlags::WALKABLE)
                     && !(h.normal.y < min_normal_y) =>
@@ -60,8 +56,8 @@ pub fn ground_grid(
                 quantise_height(top - h.t)
             }
             _ => f32::NAN,
-        })
-        .collect())
+        }
+    })
 }
 
 /// Steps per metre of the grid ground heights are given on ([`quantise_height`]).

@@ -150,8 +150,8 @@ pub fn underlay(
     out.rays += probes;
     let probing = clock.elapsed() - straight_down;
 
-    classify(&mut out, &layers, &open, scene);
-    mark_walls(&mut out);
+    classify(&mut out, &layers, &open);
+    mark_walls(&mut out)?;
     log::debug!(
         "underlay {width} x {height}: straight down {straight_down:?}, {probes} probes {probing:?}, \
          classified in {:?}",
@@ -231,9 +231,57 @@ impl Columns {
     }
 }
 
+/// What the underlay keeps of a downward ray's record: the normal (turned up), the distance,
+/// and the surface's material flags with [`Met::BACK`] and [`Met::MISS`] marks (20 bytes
+/// against a record's 32: a million pixels hold two of these).
+#[derive(Clone, Copy, bytemuck::Zeroable)]
+struct Met {
+    normal: [f32; 3],
+    t: f32,
+    bits: u32,
+}
+
+impl Met {
+    /// The ray met the triangle's back (it was leaving a closed solid).
+    const BACK: u32 = 1 << 8;
+    /// The ray met nothing.
+    const MISS: u32 = 1 << 9;
+
+    /// What `keep` of [`Engine::closest_hit_grid_with`] keeps for the underlay.
+    fn keep(materials: &[crate::scene::Material]) -> impl Fn(&HitRecord) -> Met + Sync + '_ {
+        |h| {
+            if is_miss(h) {
+                return Met {
+                    normal: [0.0; 3],
+                    t: f32::INFINITY,
+                    bits: Met::MISS,
+                };
+            }
+            let flags = materials[h.material as usize].flags.bits();
+            Met {
+                normal: h.normal,
+                t: h.t,
+                bits: flags | if h.back != 0 { Met::BACK } else { 0 },
+            }
+        }
+    }
+
+    fn miss(&self) -> bool {
+        self.bits & Met::MISS != 0
+    }
+
+    fn back(&self) -> bool {
+        self.bits & Met::BACK != 0
+    }
+
+    fn flags(&self) -> MaterialFlags {
+        MaterialFlags::from_bits(self.bits)
+    }
+}
+
 /// The height a downward ray from `start` met its surface at, or `None` for a miss.
-fn hit_y(start: f32, h: &HitRecord) -> Option<f32> {
-    (!is_miss(h)).then_some(start - h.t)
+fn hit_y(start: f32, h: &Met) -> Option<f32> {
+    (!h.miss()).then_some(start - h.t)
 }
 
 /// Where the next ray starts under a surface at height `y`.
@@ -247,11 +295,11 @@ fn below(y: f32) -> f32 {
 /// `start3`; `third_at` maps a pixel to its place there).
 struct Layers {
     sky: f32,
-    first: Vec<HitRecord>,
+    first: Vec<Met>,
     start2: Vec<f32>,
-    second: Vec<HitRecord>,
+    second: Vec<Met>,
     start3: Vec<f32>,
-    third: Vec<HitRecord>,
+    third: Vec<Met>,
     third_at: Vec<u32>,
     /// Rays traced in the three passes.
     rays: usize,
@@ -269,19 +317,20 @@ impl Layers {
         // The first two passes trace the whole grid, given by its frame; a pixel with nothing
         // to ask starts at NaN and meets nothing. The top surface:
         let frame = &grid.frame;
-        let mut starts = vec![grid.sky; n];
-        let first = engine.closest_hit_grid(scene, frame, &starts, all)?;
+        let keep = Met::keep(scene.materials());
+        let mut starts = limits::vec_filled(n, grid.sky, "underlay", "draw a smaller picture")?;
+        let first = engine.closest_hit_grid_with(scene, frame, &starts, all, &keep)?;
         // What lies under it: from just below an open surface, or from inside a solid (the same
         // buffer, rewritten in place).
         starts.par_iter_mut().zip(&first).for_each(|(y, h)| {
             *y = hit_y(*y, h).map_or(f32::NAN, below);
         });
-        let second = engine.closest_hit_grid(scene, frame, &starts, all)?;
+        let second = engine.closest_hit_grid_with(scene, frame, &starts, all, &keep)?;
         let traced = n + starts.iter().filter(|y| !y.is_nan()).count();
         // Out of a solid's underside: few pixels, traced as a list in row order.
         let inside: Vec<usize> = (0..n)
             .into_par_iter()
-            .filter(|&i| !is_miss(&second[i]) && second[i].back != 0)
+            .filter(|&i| !second[i].miss() && second[i].back())
             .collect();
         let start3: Vec<f32> = (inside.iter())
             .map(|&i| below(hit_y(starts[i], &second[i]).expect("a hit")))
@@ -289,9 +338,12 @@ impl Layers {
         let rays3: Vec<Ray> = (inside.iter().zip(&start3))
             .map(|(&i, &y)| frame.ray(i, y))
             .collect();
-        let third = engine.closest_hit_records(scene, &rays3, all)?;
+        let third = (engine.closest_hit_records(scene, &rays3, all)?.iter())
+            .map(&keep)
+            .collect();
         // Pixel to its place in that list.
-        let mut third_at = vec![u32::MAX; if inside.is_empty() { 0 } else { n }];
+        let at = if inside.is_empty() { 0 } else { n };
+        let mut third_at = limits::vec_filled(at, u32::MAX, "underlay", "draw a smaller picture")?;
         for (k, &i) in inside.iter().enumerate() {
             third_at[i] = k as u32;
         }
@@ -308,11 +360,11 @@ impl Layers {
     }
 
     /// Pixel `i`'s top layer's underside and the surface under it (its height and hit).
-    fn layer(&self, i: usize) -> (f32, Option<(f32, HitRecord)>) {
+    fn layer(&self, i: usize) -> (f32, Option<(f32, Met)>) {
         let top_y = self.sky - self.first[i].t;
         match hit_y(self.start2[i], &self.second[i]) {
             None => (top_y, None),
-            Some(bottom) if self.second[i].back != 0 => {
+            Some(bottom) if self.second[i].back() => {
                 let k = self.third_at[i] as usize;
                 (
                     bottom,
@@ -328,7 +380,7 @@ impl Layers {
 /// pixels `(c, r)` and `(c + 4, r + 3)` lie on one probe line.
 const SIDEWAYS: Vec3 = Vec3::new(0.8, 0.0, 0.6);
 /// Pixels of one probe line that share one probe ([`Probe::open_both`]).
-const BLOCK: usize = 16;
+const BLOCK: usize = 32;
 /// Batches of probes on the CPU ([`Probe::open_both`]); a GPU takes two.
 const ROUNDS: usize = 4;
 
@@ -346,41 +398,56 @@ fn open_headroom(
     rounds: usize,
 ) -> Result<(Vec<bool>, usize)> {
     let n = layers.first.len();
-    // The pixels with headroom, each with the lowest height its probe may leave from, its own
-    // probe's height and the highest.
-    let (candidates, window): (Vec<usize>, Vec<[f32; 3]>) = (0..n)
-        .into_par_iter()
-        .filter(|&i| !is_miss(&layers.first[i]))
-        .filter_map(|i| match layers.layer(i) {
-            (underside, Some((y, h))) if underside - y >= HEADROOM - MARGIN && h.back == 0 => {
-                let quarter = 0.25 * HEADROOM;
-                Some((
-                    i,
-                    [y + quarter, probe_height(underside, y), underside - quarter],
-                ))
-            }
-            _ => None,
-        })
-        .unzip();
-    // Pixel `i` is candidate `slot[i] - 1` (zeroed memory: only the pages candidates touch
-    // are written).
-    let mut slot: Vec<u32> = bytemuck::zeroed_vec(n);
-    for (k, &i) in candidates.iter().enumerate() {
-        slot[i] = k as u32 + 1;
-    }
+    let (candidates, window) = headroom(layers);
+    let rows = n / grid.frame.width;
     let probe = Probe {
         grid,
-        slot: &slot,
+        candidates: &candidates,
         window: &window,
-        rows: n / grid.frame.width,
+        lines: Lines::new(&candidates, grid.frame.width, rows),
         reach,
     };
-    let ([ahead, behind], traced) = probe.open_both(engine, scene, &candidates, rounds, all)?;
+    let ([ahead, behind], traced) = probe.open_both(engine, scene, rounds, all)?;
     let mut open = vec![false; n];
     for (k, &i) in candidates.iter().enumerate() {
         open[i] = ahead[k] && behind[k];
     }
     Ok((open, traced))
+}
+
+/// The pixels with headroom under their top layer, each with the lowest height its probe may
+/// leave from, its own probe's height and the highest (in pixel order; scanned in parallel
+/// runs of pixels).
+fn headroom(layers: &Layers) -> (Vec<usize>, Vec<[f32; 3]>) {
+    let n = layers.first.len();
+    let chunk = 1 << 15;
+    let found: Vec<Vec<(usize, [f32; 3])>> = (0..n.div_ceil(chunk))
+        .into_par_iter()
+        .map(|c| {
+            (c * chunk..n.min((c + 1) * chunk))
+                .filter(|&i| !layers.first[i].miss())
+                .filter_map(|i| match layers.layer(i) {
+                    (underside, Some((y, h)))
+                        if underside - y >= HEADROOM - MARGIN && !h.back() =>
+                    {
+                        let quarter = 0.25 * HEADROOM;
+                        Some((
+                            i,
+                            [y + quarter, probe_height(underside, y), underside - quarter],
+                        ))
+                    }
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect();
+    let total = found.iter().map(Vec::len).sum();
+    let (mut candidates, mut window) = (Vec::with_capacity(total), Vec::with_capacity(total));
+    for (i, w) in found.into_iter().flatten() {
+        candidates.push(i);
+        window.push(w);
+    }
+    (candidates, window)
 }
 
 /// Steps per metre of the probes' heights.
@@ -394,14 +461,68 @@ fn probe_height(underside: f32, y: f32) -> f32 {
     (0.5 * (underside + y) * PROBE_STEPS).round() / PROBE_STEPS
 }
 
-/// The sideways probes of one direction over a grid whose candidate pixels (`slot[i]` is 1 +
-/// the candidate's number, 0 for other pixels) hold, in `window`, the lowest height their
-/// probe may leave from, their own probe's height and the highest.
+/// The candidates in probe-line order, cut into the blocks that share probes
+/// ([`Probe::open_both`]): `order` lists candidate numbers line by line, each line in order
+/// along [`SIDEWAYS`]; `at` holds each entry's position along its line; `blocks` are the
+/// ranges of `order` on one line within one run of [`BLOCK`] positions.
+struct Lines {
+    order: Vec<u32>,
+    at: Vec<u32>,
+    blocks: Vec<(usize, usize)>,
+}
+
+impl Lines {
+    /// Pixel `(c, r)` lies on the line of `(c + 4, r + 3)`, at position `r / 3`: a counting
+    /// sort of the candidates (row-major, so each line comes out in order) by line.
+    fn new(candidates: &[usize], width: usize, rows: usize) -> Lines {
+        // Keeps `c - 4 (r / 3)` from going below zero.
+        let shift = 4 * (rows / 3);
+        let span = width + shift;
+        // Each candidate's line and position.
+        let (line, at): (Vec<u32>, Vec<u32>) = (candidates.par_iter())
+            .map(|&i| {
+                let (c, r) = (i % width, i / width);
+                (
+                    ((r % 3) * span + c + shift - 4 * (r / 3)) as u32,
+                    (r / 3) as u32,
+                )
+            })
+            .unzip();
+        let mut start = vec![0u32; 3 * span + 1];
+        for &l in &line {
+            start[l as usize + 1] += 1;
+        }
+        for l in 1..start.len() {
+            start[l] += start[l - 1];
+        }
+        let mut order = vec![0u32; candidates.len()];
+        for (k, &l) in line.iter().enumerate() {
+            order[start[l as usize] as usize] = k as u32;
+            start[l as usize] += 1;
+        }
+        let at: Vec<u32> = order.iter().map(|&k| at[k as usize]).collect();
+        let mut blocks = Vec::new();
+        let mut first = 0;
+        for s in 1..=order.len() {
+            if s == order.len()
+                || line[order[s] as usize] != line[order[s - 1] as usize]
+                || at[s] as usize / BLOCK != at[s - 1] as usize / BLOCK
+            {
+                blocks.push((first, s));
+                first = s;
+            }
+        }
+        Lines { order, at, blocks }
+    }
+}
+
+/// The sideways probes over a grid's candidate pixels (`candidates`, each with, in `window`,
+/// the lowest height its probe may leave from, its own probe's height and the highest).
 struct Probe<'a> {
     grid: &'a Columns,
-    slot: &'a [u32],
+    candidates: &'a [usize],
     window: &'a [[f32; 3]],
-    rows: usize,
+    lines: Lines,
     reach: f32,
 }
 
@@ -423,22 +544,25 @@ impl Probe<'_> {
         &self,
         engine: &Engine,
         scene: &Scene,
-        candidates: &[usize],
         rounds: usize,
         all: Mask,
     ) -> Result<([Vec<bool>; 2], usize)> {
+        let n = self.candidates.len();
         let mut sweeps = [1, -1].map(|sign| Sweep {
             sign,
-            open: vec![None; candidates.len()],
-            pending: (0..candidates.len()).collect(),
-            anchors: Vec::new(),
+            open: vec![None; n],
+            asks: Vec::new(),
             probed: Vec::new(),
         });
         let mut traced = 0;
         for round in 1..=rounds {
             let mut rays = Vec::new();
-            for w in &mut sweeps {
-                w.plan(self, candidates, round == rounds);
+            let [a, b] = &mut sweeps;
+            rayon::join(
+                || a.plan(self, round == rounds),
+                || b.plan(self, round == rounds),
+            );
+            for w in &sweeps {
                 rays.extend(self.rays(&w.probed, w.sign));
             }
             if rays.is_empty() {
@@ -455,104 +579,85 @@ impl Probe<'_> {
         Ok(([a, b], traced))
     }
 
-    /// The anchor of pixel `i` on its probe line (`sign` says which way the probe runs) among
-    /// the candidates not yet settled in `open`, and how many pixels lie between them; `(i,
-    /// 0)` where `i` is its own anchor.
-    fn anchor(&self, i: usize, sign: i64, open: &[Option<bool>]) -> (usize, i64) {
-        let (w, rows) = (self.grid.frame.width as i64, self.rows as i64);
-        let (c, r) = ((i as i64) % w, (i as i64) / w);
-        // Position along the line: 3 rows a step.
-        let p = r / 3;
-        let block = p / BLOCK as i64 * BLOCK as i64;
-        let first = if sign > 0 {
-            block
-        } else {
-            block + BLOCK as i64 - 1
-        };
-        let [lo, _, hi] = self.window[self.slot[i] as usize - 1];
-        let mut q = first;
-        while q != p {
-            let (cq, rq) = (c + 4 * (q - p), r + 3 * (q - p));
-            if (0..w).contains(&cq) && (0..rows).contains(&rq) {
-                let j = (rq * w + cq) as usize;
-                let k = self.slot[j] as usize;
-                if k > 0 && open[k - 1].is_none() && (lo..=hi).contains(&self.window[k - 1][1]) {
-                    return (j, (p - q) * sign);
-                }
-            }
-            q += sign;
-        }
-        (i, 0)
-    }
-
-    /// The probes from `pixels` along `sign * SIDEWAYS`, each at its own probe height.
-    fn rays<'a>(&'a self, pixels: &'a [usize], sign: i64) -> impl Iterator<Item = Ray> + 'a {
+    /// The probes from candidates `probed` along `sign * SIDEWAYS`, each at its own probe
+    /// height.
+    fn rays<'a>(&'a self, probed: &'a [u32], sign: i64) -> impl Iterator<Item = Ray> + 'a {
         let dir = SIDEWAYS * sign as f32;
-        pixels.iter().map(move |&i| {
-            let c = self.grid.centre(i);
-            let mid = self.window[self.slot[i] as usize - 1][1];
+        probed.iter().map(move |&k| {
+            let c = self.grid.centre(self.candidates[k as usize]);
+            let mid = self.window[k as usize][1];
             Ray::new(Vec3::new(c.x, mid, c.y), dir, self.reach)
         })
     }
 }
 
 /// The probes of one direction ([`Probe::open_both`]): each candidate's answer once settled,
-/// the candidates still pending, and this batch's anchors (per pending candidate: the pixel
-/// probed for it and how many pixels lie between) and probed pixels (in pixel order).
+/// and this batch's asks (per unsettled candidate: the probe it takes, as an index into
+/// `probed`, and how many pixels lie between) and probed candidates.
 struct Sweep {
     sign: i64,
     open: Vec<Option<bool>>,
-    pending: Vec<usize>,
-    anchors: Vec<(usize, i64)>,
-    probed: Vec<usize>,
+    asks: Vec<(u32, u32, u32)>,
+    probed: Vec<u32>,
 }
 
 impl Sweep {
-    /// Chooses the pending candidates' anchors (each its own in the `last` batch) and the
-    /// pixels to probe.
-    fn plan(&mut self, p: &Probe, candidates: &[usize], last: bool) {
-        self.anchors = (self.pending.par_iter())
-            .map(|&k| match last {
-                true => (candidates[k], 0),
-                false => p.anchor(candidates[k], self.sign, &self.open),
-            })
-            .collect();
-        // Each anchor once, in pixel order (candidates are).
-        let mut probe = vec![false; candidates.len()];
-        for &(a, _) in &self.anchors {
-            probe[p.slot[a] as usize - 1] = true;
+    /// Chooses each unsettled candidate's anchor (each its own in the `last` batch): the first
+    /// unsettled candidate of its block, going along the probe, whose probe height lies in its
+    /// window.
+    fn plan(&mut self, p: &Probe, last: bool) {
+        let Lines { order, at, blocks } = &p.lines;
+        self.asks.clear();
+        self.probed.clear();
+        for &(b0, b1) in blocks {
+            // The block's unsettled candidates going along the probe: number, probe height,
+            // position.
+            let mut live = [(0u32, 0f32, 0u32); BLOCK];
+            let mut m = 0;
+            for x in 0..b1 - b0 {
+                let s = if self.sign > 0 { b0 + x } else { b1 - 1 - x };
+                let k = order[s];
+                if self.open[k as usize].is_none() {
+                    live[m] = (k, p.window[k as usize][1], at[s]);
+                    m += 1;
+                }
+            }
+            let mut probe = [u32::MAX; BLOCK];
+            for x in 0..m {
+                let (k, _, here) = live[x];
+                let [lo, _, hi] = p.window[k as usize];
+                let y = match last {
+                    true => x,
+                    false => (0..x)
+                        .find(|&y| (lo..=hi).contains(&live[y].1))
+                        .unwrap_or(x),
+                };
+                if probe[y] == u32::MAX {
+                    probe[y] = self.probed.len() as u32;
+                    self.probed.push(live[y].0);
+                }
+                self.asks.push((k, probe[y], here.abs_diff(live[y].2)));
+            }
         }
-        self.probed = (0..candidates.len())
-            .filter(|&k| probe[k])
-            .map(|k| candidates[k])
-            .collect();
     }
 
-    /// Settles the pending candidates from the probes' `hits` (one per probed pixel).
+    /// Settles the candidates asked from the probes' `hits` (one per probed candidate).
     fn settle(&mut self, p: &Probe, hits: &[HitRecord]) {
         // Distance between neighbouring pixels of a probe line.
         let step = 5.0 * p.grid.frame.cell;
-        let probed = &self.probed;
-        let settled: Vec<Option<bool>> = (self.anchors.par_iter())
-            .map(|&(a, steps)| {
-                let h = &hits[probed.binary_search(&a).expect("a probed anchor")];
-                let clear = steps as f32 * step * (1.0 + 1e-5) + 1e-3;
-                (steps == 0 || is_miss(h) || h.t > clear).then_some(h.back == 0)
-            })
-            .collect();
-        for (&k, o) in self.pending.iter().zip(settled) {
-            self.open[k] = o;
+        for &(k, j, steps) in &self.asks {
+            let h = &hits[j as usize];
+            let clear = steps as f32 * step * (1.0 + 1e-5) + 1e-3;
+            if steps == 0 || is_miss(h) || h.t > clear {
+                self.open[k as usize] = Some(h.back == 0);
+            }
         }
-        let open = &self.open;
-        self.pending.retain(|&k| open[k].is_none());
     }
 }
 
 /// Fills every pixel with a top surface: the drawn surface (the one under an open overhang,
 /// else the top), its height and normal, what covers it, and whether it is water.
-fn classify(out: &mut Underlay, layers: &Layers, open: &[bool], scene: &Scene) {
-    let materials = scene.materials();
-    let flags = |h: &HitRecord| materials[h.material as usize].flags;
+fn classify(out: &mut Underlay, layers: &Layers, open: &[bool]) {
     let first = &layers.first;
     (
         out.elevation.par_iter_mut(),
@@ -563,11 +668,11 @@ fn classify(out: &mut Underlay, layers: &Layers, open: &[bool], scene: &Scene) {
     )
         .into_par_iter()
         .enumerate()
-        .filter(|(i, _)| !is_miss(&first[*i]))
+        .filter(|(i, _)| !first[*i].miss())
         .for_each(|(i, (elevation, normal, surface, cover, top))| {
             let t = &first[i];
             let top_y = layers.sky - t.t;
-            let foliage_top = flags(t) == MaterialFlags::BLOCKS_SIGHT;
+            let foliage_top = t.flags() == MaterialFlags::BLOCKS_SIGHT;
             let (drawn_y, drawn) = match layers.layer(i).1 {
                 Some((y, h)) if open[i] => {
                     *cover = if foliage_top {
@@ -584,7 +689,7 @@ fn classify(out: &mut Underlay, layers: &Layers, open: &[bool], scene: &Scene) {
                     (top_y, *t)
                 }
             };
-            let f = flags(&drawn);
+            let f = drawn.flags();
             *top = top_y;
             *elevation = drawn_y;
             *normal = Vec3::from(drawn.normal);
@@ -606,22 +711,24 @@ fn is_miss(h: &HitRecord) -> bool {
 /// Marks as [`Surface::Wall`] every pixel whose drawn surface is steeper than [`STEEP`] or
 /// rises more than [`STEP`] above the lowest drawn surface within [`WALL_REACH`] (a square
 /// neighbourhood, at least one pixel): a separable running minimum, rows then columns.
-fn mark_walls(u: &mut Underlay) {
+fn mark_walls(u: &mut Underlay) -> Result<()> {
     let (w, h) = (u.width, u.height);
     let reach = ((WALL_REACH / u.pixel).round() as usize).max(1);
     let ground = |y: f32| if y.is_finite() { y } else { f32::INFINITY };
-    let mut rows = vec![f32::INFINITY; w * h];
+    let fix = "draw a smaller picture";
+    let mut rows = limits::vec_filled(w * h, f32::INFINITY, "underlay", fix)?;
     rows.par_chunks_mut(w).enumerate().for_each(|(r, out)| {
-        let line = &u.elevation[r * w..][..w];
+        let line: Vec<f32> = u.elevation[r * w..][..w]
+            .iter()
+            .map(|&y| ground(y))
+            .collect();
         for (c, o) in out.iter_mut().enumerate() {
             let (a, b) = (c.saturating_sub(reach), (c + reach).min(w - 1));
-            *o = line[a..=b]
-                .iter()
-                .fold(f32::INFINITY, |m, &y| m.min(ground(y)));
+            *o = line[a..=b].iter().fold(f32::INFINITY, |m, &y| m.min(y));
         }
     });
     // Columns, walked row by row so every pass reads memory in order.
-    let mut low = vec![f32::INFINITY; w * h];
+    let mut low = limits::vec_filled(w * h, f32::INFINITY, "underlay", fix)?;
     low.par_chunks_mut(w).enumerate().for_each(|(r, out)| {
         for k in r.saturating_sub(reach)..=(r + reach).min(h - 1) {
             for (o, &m) in out.iter_mut().zip(&rows[k * w..][..w]) {
@@ -637,6 +744,7 @@ fn mark_walls(u: &mut Underlay) {
             *s = Surface::Wall;
         }
     });
+    Ok(())
 }
 
 #[cfg(test)]
@@ -656,9 +764,9 @@ mod tests {
     ) -> (Vec<bool>, usize) {
         let n = layers.first.len();
         let candidates: Vec<(usize, f32)> = (0..n)
-            .filter(|&i| !is_miss(&layers.first[i]))
+            .filter(|&i| !layers.first[i].miss())
             .filter_map(|i| match layers.layer(i) {
-                (u, Some((y, h))) if u - y >= HEADROOM - MARGIN && h.back == 0 => {
+                (u, Some((y, h))) if u - y >= HEADROOM - MARGIN && !h.back() => {
                     Some((i, probe_height(u, y)))
                 }
                 _ => None,

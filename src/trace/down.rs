@@ -213,11 +213,25 @@ pub fn closest_hit_grid(
     starts: &[f32],
     mask: u32,
 ) -> crate::Result<Vec<HitRecord>> {
+    closest_hit_grid_with(tiers, grid, starts, mask, |h| *h)
+}
+
+/// [`closest_hit_grid`], keeping only what `keep` makes of each record: a caller that needs a
+/// few fields of each hit of a large grid does not hold 32 bytes a cell.
+pub fn closest_hit_grid_with<T: bytemuck::Zeroable + Send>(
+    tiers: &[&Tier],
+    grid: &DownGrid,
+    starts: &[f32],
+    mask: u32,
+    keep: impl Fn(&HitRecord) -> T + Sync,
+) -> crate::Result<Vec<T>> {
     if starts.is_empty() {
         return Ok(Vec::new());
     }
     grid.check(starts)?;
-    Ok(super::raster::closest_hit_grid(tiers, grid, starts, mask))
+    Ok(super::raster::closest_hit_grid(
+        tiers, grid, starts, mask, &keep,
+    ))
 }
 
 /// Whether `r` meets the precondition of [`closest_hit_down`].

@@ -24,6 +24,7 @@ use super::down::{candidate_pad, flat_on_ground, slab4, DownGrid, DOWN};
 use super::{HitRecord, NO_HIT};
 use crate::bvh::{GpuTriangle, WideNode};
 use crate::scene::Tier;
+use bytemuck::Zeroable;
 use glam::{Vec3, Vec4};
 use rayon::prelude::*;
 
@@ -69,13 +70,14 @@ impl Pixels<'_> {
     }
 }
 
-/// [`super::down::closest_hit_grid`]: the kernel behind it.
-pub(super) fn closest_hit_grid(
+/// [`super::down::closest_hit_grid_with`]: the kernel behind it.
+pub(super) fn closest_hit_grid<T: Zeroable + Send>(
     tiers: &[&Tier],
     grid: &DownGrid,
     starts: &[f32],
     mask: u32,
-) -> Vec<HitRecord> {
+    keep: &(impl Fn(&HitRecord) -> T + Sync),
+) -> Vec<T> {
     let n = starts.len();
     let width = grid.width;
     let rows = n.div_ceil(width);
@@ -97,7 +99,8 @@ pub(super) fn closest_hit_grid(
         }
     }
     let template = RayPrep::new(Vec3::ZERO, Vec3::from(DOWN));
-    let mut out: Vec<HitRecord> = bytemuck::zeroed_vec(n);
+    // Zeroed memory: each band's thread is the first to touch its pages.
+    let mut out: Vec<T> = bytemuck::zeroed_vec(n);
     out.par_chunks_mut(BAND * width)
         .zip(&bins)
         .enumerate()
@@ -106,7 +109,7 @@ pub(super) fn closest_hit_grid(
             for &k in bin {
                 band.leaf(tiers, &leaves[k as usize], &px, &template, mask);
             }
-            band.write(tiers, &template, out);
+            band.write(tiers, &template, out, keep);
         });
     out
 }
@@ -286,11 +289,18 @@ impl Band {
         }
     }
 
-    /// Writes the band's records: one per triangle met in a row, `t` set per pixel.
-    fn write(&self, tiers: &[&Tier], tp: &RayPrep, out: &mut [HitRecord]) {
+    /// Writes what `keep` makes of the band's records: one per triangle met in a row, `t` set
+    /// per pixel.
+    fn write<T>(
+        &self,
+        tiers: &[&Tier],
+        tp: &RayPrep,
+        out: &mut [T],
+        keep: &impl Fn(&HitRecord) -> T,
+    ) {
         let mut last = (u32::MAX, u32::MAX, HitRecord::MISS);
         for (k, o) in out.iter_mut().enumerate() {
-            *o = if self.best_id[k] == NO_HIT {
+            *o = keep(&if self.best_id[k] == NO_HIT {
                 HitRecord::MISS
             } else {
                 let (n, index) = self.best_at[k];
@@ -302,7 +312,7 @@ impl Band {
                     t: self.best_t[k],
                     ..last.2
                 }
-            };
+            });
         }
     }
 }
