@@ -23,7 +23,8 @@
 //! type is involved: the command-line tool turns an [`Underlay`] into colours.
 
 use crate::scene::{Mask, MaterialFlags, Scene};
-use crate::trace::{down::DownGrid, HitRecord, Ray};
+use crate::trace::cpu::{hit_record, RayPrep};
+use crate::trace::{down::DownGrid, HitRecord, Ray, NO_HIT};
 use crate::{limits, Engine, Error, Result};
 use glam::{Vec2, Vec3};
 use rayon::prelude::*;
@@ -231,51 +232,77 @@ impl Columns {
     }
 }
 
-/// What the underlay keeps of a downward ray's record: the normal (turned up), the distance,
-/// and the surface's material flags with [`Met::BACK`] and [`Met::MISS`] marks (20 bytes
-/// against a record's 32: a million pixels hold two of these).
+/// What the underlay keeps of a downward ray's record: the distance and the triangle (8 bytes
+/// against a record's 32: a million pixels hold two of these). The rest of a record depends
+/// only on the triangle and the ray's direction: [`Faces`].
 #[derive(Clone, Copy, bytemuck::Zeroable)]
 struct Met {
-    normal: [f32; 3],
     t: f32,
-    bits: u32,
+    triangle: u32,
 }
 
 impl Met {
-    /// The ray met the triangle's back (it was leaving a closed solid).
-    const BACK: u32 = 1 << 8;
-    /// The ray met nothing.
-    const MISS: u32 = 1 << 9;
-
-    /// What `keep` of [`Engine::closest_hit_grid_with`] keeps for the underlay.
-    fn keep(materials: &[crate::scene::Material]) -> impl Fn(&HitRecord) -> Met + Sync + '_ {
-        |h| {
-            if is_miss(h) {
-                return Met {
-                    normal: [0.0; 3],
-                    t: f32::INFINITY,
-                    bits: Met::MISS,
-                };
-            }
-            let flags = materials[h.material as usize].flags.bits();
-            Met {
-                normal: h.normal,
-                t: h.t,
-                bits: flags | if h.back != 0 { Met::BACK } else { 0 },
-            }
+    /// The `keep` of [`Engine::closest_hit_grid_with`].
+    fn keep(h: &HitRecord) -> Met {
+        Met {
+            t: h.t,
+            triangle: h.triangle,
         }
     }
 
     fn miss(&self) -> bool {
-        self.bits & Met::MISS != 0
+        self.triangle == NO_HIT
+    }
+}
+
+/// A triangle as a straight-down ray meets it: its normal turned up, whether the ray meets its
+/// back (leaving a closed solid) and its material's flags.
+#[derive(Clone, Copy, Default)]
+struct Face {
+    normal: [f32; 3],
+    back: bool,
+    flags: MaterialFlags,
+}
+
+/// Every triangle's [`Face`], by scene triangle id: the CPU kernels' own record fields
+/// ([`crate::trace::cpu::hit_record`]), so that the GPU's hits are drawn and layered with the
+/// same normals and sides as the CPU's.
+struct Faces(Vec<Face>);
+
+impl Faces {
+    fn new(scene: &Scene) -> Result<Faces> {
+        let tiers = scene.tiers();
+        let triangles = || tiers.iter().flat_map(|t| &t.triangles);
+        let len = triangles().map(|t| t.id as usize + 1).max().unwrap_or(0);
+        let fix = "remove and re-add fewer objects (triangle ids run past the live triangles)";
+        let mut faces = limits::vec_filled(len, Face::default(), "underlay faces", fix)?;
+        let down = RayPrep::new(Vec3::ZERO, Vec3::NEG_Y);
+        let materials = scene.materials();
+        let found: Vec<(u32, Face)> = (tiers.par_iter())
+            .flat_map(|t| t.triangles.par_iter())
+            .map(|tri| {
+                let h = hit_record(&down, tri, 0.0);
+                let flags = materials[h.material as usize].flags;
+                let (normal, back) = (h.normal, h.back != 0);
+                (
+                    tri.id,
+                    Face {
+                        normal,
+                        back,
+                        flags,
+                    },
+                )
+            })
+            .collect();
+        for (id, face) in found {
+            faces[id as usize] = face;
+        }
+        Ok(Faces(faces))
     }
 
-    fn back(&self) -> bool {
-        self.bits & Met::BACK != 0
-    }
-
-    fn flags(&self) -> MaterialFlags {
-        MaterialFlags::from_bits(self.bits)
+    /// The face a hit met (not a miss).
+    fn of(&self, m: &Met) -> &Face {
+        &self.0[m.triangle as usize]
     }
 }
 
@@ -301,6 +328,7 @@ struct Layers {
     start3: Vec<f32>,
     third: Vec<Met>,
     third_at: Vec<u32>,
+    faces: Faces,
     /// Rays traced in the three passes.
     rays: usize,
 }
@@ -317,20 +345,20 @@ impl Layers {
         // The first two passes trace the whole grid, given by its frame; a pixel with nothing
         // to ask starts at NaN and meets nothing. The top surface:
         let frame = &grid.frame;
-        let keep = Met::keep(scene.materials());
+        let (faces, keep) = (Faces::new(scene)?, Met::keep);
         let mut starts = limits::vec_filled(n, grid.sky, "underlay", "draw a smaller picture")?;
-        let first = engine.closest_hit_grid_with(scene, frame, &starts, all, &keep)?;
+        let first = engine.closest_hit_grid_with(scene, frame, &starts, all, keep)?;
         // What lies under it: from just below an open surface, or from inside a solid (the same
         // buffer, rewritten in place).
         starts.par_iter_mut().zip(&first).for_each(|(y, h)| {
             *y = hit_y(*y, h).map_or(f32::NAN, below);
         });
-        let second = engine.closest_hit_grid_with(scene, frame, &starts, all, &keep)?;
-        let traced = n + starts.iter().filter(|y| !y.is_nan()).count();
+        let second = engine.closest_hit_grid_with(scene, frame, &starts, all, keep)?;
+        let traced = n + starts.par_iter().filter(|y| !y.is_nan()).count();
         // Out of a solid's underside: few pixels, traced as a list in row order.
         let inside: Vec<usize> = (0..n)
             .into_par_iter()
-            .filter(|&i| !second[i].miss() && second[i].back())
+            .filter(|&i| !second[i].miss() && faces.of(&second[i]).back)
             .collect();
         let start3: Vec<f32> = (inside.iter())
             .map(|&i| below(hit_y(starts[i], &second[i]).expect("a hit")))
@@ -355,6 +383,7 @@ impl Layers {
             start3,
             third,
             third_at,
+            faces,
             rays: traced + rays3.len(),
         })
     }
@@ -364,7 +393,7 @@ impl Layers {
         let top_y = self.sky - self.first[i].t;
         match hit_y(self.start2[i], &self.second[i]) {
             None => (top_y, None),
-            Some(bottom) if self.second[i].back() => {
+            Some(bottom) if self.faces.of(&self.second[i]).back => {
                 let k = self.third_at[i] as usize;
                 (
                     bottom,
@@ -428,7 +457,7 @@ fn headroom(layers: &Layers) -> (Vec<usize>, Vec<[f32; 3]>) {
                 .filter(|&i| !layers.first[i].miss())
                 .filter_map(|i| match layers.layer(i) {
                     (underside, Some((y, h)))
-                        if underside - y >= HEADROOM - MARGIN && !h.back() =>
+                        if underside - y >= HEADROOM - MARGIN && !layers.faces.of(&h).back =>
                     {
                         let quarter = 0.25 * HEADROOM;
                         Some((
@@ -672,7 +701,7 @@ fn classify(out: &mut Underlay, layers: &Layers, open: &[bool]) {
         .for_each(|(i, (elevation, normal, surface, cover, top))| {
             let t = &first[i];
             let top_y = layers.sky - t.t;
-            let foliage_top = t.flags() == MaterialFlags::BLOCKS_SIGHT;
+            let foliage_top = layers.faces.of(t).flags == MaterialFlags::BLOCKS_SIGHT;
             let (drawn_y, drawn) = match layers.layer(i).1 {
                 Some((y, h)) if open[i] => {
                     *cover = if foliage_top {
@@ -689,10 +718,14 @@ fn classify(out: &mut Underlay, layers: &Layers, open: &[bool]) {
                     (top_y, *t)
                 }
             };
-            let f = drawn.flags();
+            let Face {
+                normal: up,
+                flags: f,
+                ..
+            } = *layers.faces.of(&drawn);
             *top = top_y;
             *elevation = drawn_y;
-            *normal = Vec3::from(drawn.normal);
+            *normal = Vec3::from(up);
             *surface = if f.contains(MaterialFlags::WALKABLE) && !f.intersects(MaterialFlags::SOLID)
             {
                 Surface::Water
@@ -766,7 +799,7 @@ mod tests {
         let candidates: Vec<(usize, f32)> = (0..n)
             .filter(|&i| !layers.first[i].miss())
             .filter_map(|i| match layers.layer(i) {
-                (u, Some((y, h))) if u - y >= HEADROOM - MARGIN && !h.back() => {
+                (u, Some((y, h))) if u - y >= HEADROOM - MARGIN && !layers.faces.of(&h).back => {
                     Some((i, probe_height(u, y)))
                 }
                 _ => None,
