@@ -553,6 +553,21 @@ fn rays_given_by_a_grid_frame_equal_the_rays_built_out() {
             bytemuck::cast_slice::<_, u8>(&got),
             bytemuck::cast_slice::<_, u8>(&want)
         );
+        // Keeping a few fields of each record: what `keep` makes of the same records, on the
+        // grid kernel and on a fused twin's general kernel.
+        let keep = |h: &HitRecord| (h.t.to_bits(), h.triangle);
+        for engine in [
+            sightline::Engine::cpu(),
+            sightline::Engine::cpu_fused(sightline::Fusion::First),
+        ] {
+            let records = engine
+                .closest_hit_grid(&scene, &frame, &mixed, all)
+                .unwrap();
+            let kept = engine
+                .closest_hit_grid_with(&scene, &frame, &mixed, all, keep)
+                .unwrap();
+            assert_eq!(kept, records.iter().map(keep).collect::<Vec<_>>(), "{name}");
+        }
         let far = down::DownGrid { cell: 1e9, ..frame };
         let err = engine
             .closest_hit_grid(&scene, &far, &top, all)
