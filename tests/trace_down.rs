@@ -540,62 +540,64 @@ fn rays_given_by_a_grid_frame_equal_the_rays_built_out() {
             assert!(hits > least, "{name} {what}: only {hits} hits");
             assert!((0..n).all(|i| !starts[i].is_nan() || cpu::is_miss(&got[i])));
         }
-        let engine = sightline::Engine::cpu();
-        let all = sightline::Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
         if name == "tricky" {
             on_vertices_and_beneath(&scene);
         }
-        let got = engine
-            .closest_hit_grid(&scene, &frame, &mixed, all)
-            .unwrap();
-        let want = down::closest_hit_grid(&scene.tiers(), &frame, &mixed, 7).unwrap();
-        assert_eq!(
-            bytemuck::cast_slice::<_, u8>(&got),
-            bytemuck::cast_slice::<_, u8>(&want)
-        );
-        // Keeping a few fields of each record: what `keep` makes of the same records, on the
-        // grid kernel and on a fused twin's general kernel.
-        let keep = |h: &HitRecord| (h.t.to_bits(), h.triangle);
-        for engine in [
-            sightline::Engine::cpu(),
-            sightline::Engine::cpu_fused(sightline::Fusion::First),
-        ] {
-            let records = engine
-                .closest_hit_grid(&scene, &frame, &mixed, all)
-                .unwrap();
-            let kept = engine
-                .closest_hit_grid_with(&scene, &frame, &mixed, all, keep)
-                .unwrap();
-            assert_eq!(kept, records.iter().map(keep).collect::<Vec<_>>(), "{name}");
-        }
-        let far = down::DownGrid { cell: 1e9, ..frame };
-        let err = engine
-            .closest_hit_grid(&scene, &far, &top, all)
-            .unwrap_err();
-        assert!(err.to_string().contains("smaller grid"), "{err}");
-        let mut bad = top.clone();
-        bad[77] = f32::INFINITY;
-        let err = engine
-            .closest_hit_grid(&scene, &frame, &bad, all)
-            .unwrap_err();
-        assert!(err.to_string().contains("ray start"), "{err}");
-        for cell in [0.0, -0.5, f32::NAN] {
-            let flipped = down::DownGrid { cell, ..frame };
-            let err = engine
-                .closest_hit_grid(&scene, &flipped, &top, all)
-                .unwrap_err();
-            assert!(err.to_string().contains("above 0"), "{err}");
-        }
-        let zero = down::DownGrid { width: 0, ..frame };
-        assert!(engine.closest_hit_grid(&scene, &zero, &top, all).is_err());
-        // The kernel's own entry point refuses the same grids.
-        assert!(down::closest_hit_grid(&scene.tiers(), &zero, &top, 7).is_err());
-        assert!(down::closest_hit_grid(&scene.tiers(), &far, &top, 7).is_err());
-        assert!(engine
-            .closest_hit_grid(&scene, &zero, &[], all)
-            .unwrap()
-            .is_empty());
+        engine_form(name, &scene, &frame, &top, &mixed);
     }
+}
+
+/// The engine's form of `closest_hit_grid` on `scene`: the kernel's records, what `keep` makes
+/// of them (on the grid kernel and a fused twin's general kernel), and the grids and starts it
+/// refuses.
+fn engine_form(name: &str, scene: &Scene, frame: &down::DownGrid, top: &[f32], mixed: &[f32]) {
+    let frame = *frame;
+    let engine = sightline::Engine::cpu();
+    let all = sightline::Mask(MaterialFlags::SOLID | MaterialFlags::WALKABLE);
+    let got = engine.closest_hit_grid(scene, &frame, mixed, all).unwrap();
+    let want = down::closest_hit_grid(&scene.tiers(), &frame, mixed, 7).unwrap();
+    assert_eq!(
+        bytemuck::cast_slice::<_, u8>(&got),
+        bytemuck::cast_slice::<_, u8>(&want)
+    );
+    // Keeping a few fields of each record: what `keep` makes of the same records, on the
+    // grid kernel and on a fused twin's general kernel.
+    let keep = |h: &HitRecord| (h.t.to_bits(), h.triangle);
+    for engine in [
+        sightline::Engine::cpu(),
+        sightline::Engine::cpu_fused(sightline::Fusion::First),
+    ] {
+        let records = engine.closest_hit_grid(scene, &frame, mixed, all).unwrap();
+        let kept = engine
+            .closest_hit_grid_with(scene, &frame, mixed, all, keep)
+            .unwrap();
+        assert_eq!(kept, records.iter().map(keep).collect::<Vec<_>>(), "{name}");
+    }
+    let far = down::DownGrid { cell: 1e9, ..frame };
+    let err = engine.closest_hit_grid(scene, &far, top, all).unwrap_err();
+    assert!(err.to_string().contains("smaller grid"), "{err}");
+    let mut bad = top.to_vec();
+    bad[77] = f32::INFINITY;
+    let err = engine
+        .closest_hit_grid(scene, &frame, &bad, all)
+        .unwrap_err();
+    assert!(err.to_string().contains("ray start"), "{err}");
+    for cell in [0.0, -0.5, f32::NAN] {
+        let flipped = down::DownGrid { cell, ..frame };
+        let err = engine
+            .closest_hit_grid(scene, &flipped, top, all)
+            .unwrap_err();
+        assert!(err.to_string().contains("above 0"), "{err}");
+    }
+    let zero = down::DownGrid { width: 0, ..frame };
+    assert!(engine.closest_hit_grid(scene, &zero, top, all).is_err());
+    // The kernel's own entry point refuses the same grids.
+    assert!(down::closest_hit_grid(&scene.tiers(), &zero, top, 7).is_err());
+    assert!(down::closest_hit_grid(&scene.tiers(), &far, top, 7).is_err());
+    assert!(engine
+        .closest_hit_grid(scene, &zero, &[], all)
+        .unwrap()
+        .is_empty());
 }
 
 /// `closest_hit_grid` with pixel centres exactly over the tricky scene's integer vertices and
