@@ -3,7 +3,7 @@
 //! batch's shared cache and from the waves.
 
 use super::queue::RadixHeap;
-use super::shared::{cell_key, Ask, Shared, VisKey, Wave, START_KEY};
+use super::shared::{cell_key, Ask, BlockHint, Shared, VisKey, Wave, START_KEY};
 use super::surface::{Floor, Surface, Window};
 use super::{DenseAnswer, DenseChoice, DenseParams, DenseQuery, Explored};
 use crate::cover::field::CellCover;
@@ -108,12 +108,16 @@ pub(super) struct Local {
     i0: i32,
     j0: i32,
     side: i32,
+    /// `side` as a reciprocal for [`row_of`].
+    by_side: u64,
     start: u32,
     agent: Vec3,
     cell: f32,
     /// Per cell of the square, row by row.
     cells: Vec<Cell>,
     round: u32,
+    /// The visibility cache's block this search looked up last.
+    block: Option<BlockHint>,
     /// Cells with something in flight, filled from the caches after each wave.
     pending: Vec<u32>,
     heap: RadixHeap,
@@ -133,6 +137,22 @@ pub(super) struct Local {
 /// a half and truncating rounds (without a call to the C library's `roundf`).
 fn key(g: f32) -> u32 {
     (g * 1e4 + 0.5) as u32
+}
+
+/// Bits of the fixed-point reciprocal in [`reciprocal`] and [`row_of`].
+const RECIPROCAL_BITS: u32 = 40;
+
+/// `2^40 / side`, rounded up: with it [`row_of`] divides by `side` with a multiply and a
+/// shift, where an integer division costs a search's every cell lookup tens of cycles.
+fn reciprocal(side: i32) -> u64 {
+    (1u64 << RECIPROCAL_BITS).div_ceil(side as u64)
+}
+
+/// `idx / side`, exactly, for `idx < side^2` and `side < 2^13` (the grid limit keeps a
+/// square's side under 4,200): the reciprocal's rounding adds under `idx / 2^40 < 1 / side`,
+/// which never carries the quotient to the next integer.
+fn row_of(idx: u32, by_side: u64) -> i32 {
+    ((u64::from(idx) * by_side) >> RECIPROCAL_BITS) as i32
 }
 
 pub(super) const NEIGHBOURS: [(i32, i32); 8] = [
@@ -169,11 +189,13 @@ impl Local {
             i0: ci - r,
             j0: cj - r,
             side,
+            by_side: reciprocal(side),
             start,
             agent: a,
             cell: p.cell,
             cells: vec![Cell::default(); n],
             round: 0,
+            block: None,
             pending: Vec::new(),
             heap: RadixHeap::default(),
             candidates: Vec::new(),
@@ -210,8 +232,9 @@ impl Local {
     }
 
     fn cell_of(&self, idx: u32) -> (i32, i32) {
-        let idx = idx as i32;
-        (self.i0 + idx % self.side, self.j0 + idx / self.side)
+        let z = row_of(idx, self.by_side);
+        let x = idx as i32 - z * self.side;
+        (self.i0 + x, self.j0 + z)
     }
 
     fn index(&self, i: i32, j: i32) -> Option<u32> {
@@ -290,7 +313,7 @@ impl Local {
             return None;
         }
         let key = self.vis_key(idx);
-        if let Some(v) = shared.vis.get(&key) {
+        if let Some(v) = shared.vis.get_near(&key, &mut self.block) {
             if v != code {
                 self.cells[k].vis = v;
                 return self.vis_of(idx, shared, wave);
@@ -421,7 +444,8 @@ impl Local {
             let k = idx as usize;
             if self.cells[k].vis & VIS_PENDING != 0 {
                 let code = self.cells[k].vis & !VIS_PENDING;
-                self.cells[k].vis = shared.vis.get(&self.vis_key(idx)).unwrap_or(code);
+                let key = self.vis_key(idx);
+                self.cells[k].vis = shared.vis.get_near(&key, &mut self.block).unwrap_or(code);
             }
         }
     }
@@ -663,4 +687,27 @@ pub(super) fn floor_near(floors: &[Floor], from_y: f32, step: f32) -> Option<&Fl
 pub(super) fn cm(y: f32) -> i32 {
     let c = y * 100.0;
     (c + 0.5f32.copysign(c)) as i32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reciprocal divides exactly: every side up to the grid limit's (and past it), at the
+    /// quotients' edges (`k * side - 1`, `k * side`) and at the largest index of each square.
+    #[test]
+    fn rows_by_reciprocal_equal_integer_division() {
+        let limit = (crate::limits::MAX_GRID_CELLS as f64).sqrt() as u32 + 8;
+        for side in (1..=limit).chain([8191]) {
+            let by = reciprocal(side as i32);
+            let last = side * side - 1;
+            let probes = (1..side)
+                .step_by(((side / 64) as usize).max(1))
+                .flat_map(|k| [k * side - 1, k * side])
+                .chain([0, last]);
+            for idx in probes {
+                assert_eq!(row_of(idx, by), (idx / side) as i32, "{idx} / {side}");
+            }
+        }
+    }
 }

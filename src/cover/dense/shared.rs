@@ -101,6 +101,9 @@ pub(super) struct VisCache {
     others: FxHashMap<VisKey, u8>,
 }
 
+/// A block of [`VisCache`] (its group and block coordinates) and where it lies.
+pub(super) type BlockHint = ((u32, i32, i32), u32);
+
 /// The block of a key and its slot there; `None` for the keys kept in the plain map.
 fn block_of(key: &VisKey) -> Option<((u32, i32, i32), usize)> {
     let (cell, _, group) = *key;
@@ -118,10 +121,25 @@ fn block_of(key: &VisKey) -> Option<((u32, i32, i32), usize)> {
 impl VisCache {
     /// The code filed for `key`, if any.
     pub fn get(&self, key: &VisKey) -> Option<u8> {
+        self.get_near(key, &mut None)
+    }
+
+    /// [`VisCache::get`] through `last`, the block a search looked up last: a search reads
+    /// its cells in neighbouring order, so most lookups land in that block again and skip
+    /// the hash. Blocks are never moved or dropped, so a block once found stays valid.
+    pub fn get_near(&self, key: &VisKey, last: &mut Option<BlockHint>) -> Option<u8> {
         let Some((b, slot)) = block_of(key) else {
             return self.others.get(key).copied();
         };
-        let block = &self.blocks[*self.index.get(&b)? as usize];
+        let at = match *last {
+            Some((was, at)) if was == b => at,
+            _ => {
+                let at = *self.index.get(&b)?;
+                *last = Some((b, at));
+                at
+            }
+        };
+        let block = &self.blocks[at as usize];
         if block.cm[slot] == key.1 {
             Some(block.code[slot])
         } else if block.cm[slot] == NO_FLOOR {
@@ -473,8 +491,11 @@ mod tests {
                 *e = next;
             }
         }
+        // Through a kept block hint too, in the map's order (neighbours and strangers mixed).
+        let mut hint = None;
         for (key, &code) in &reference {
             assert_eq!(shared.vis.get(key), Some(code), "{key:?}");
+            assert_eq!(shared.vis.get_near(key, &mut hint), Some(code), "{key:?}");
         }
         assert_eq!(shared.vis.get(&(cell_key(99, 99), 0, 0)), None);
         assert_eq!(shared.vis.get(&(cell_key(0, 0), 12_345, 0)), None);
