@@ -110,8 +110,19 @@ pub fn occluded_masked(
     scene: &Scene,
     segs: &[(Segment, Mask)],
 ) -> Result<Vec<bool>> {
+    if let Some(mask) = one_mask(segs) {
+        // The usual case (every wave of the lazy cover search): no split, no copies by mask.
+        let plain: Vec<Segment> = segs.iter().map(|s| s.0).collect();
+        return Ok(engine.occluded(scene, &plain, mask)?.iter().collect());
+    }
     let split = ByMask::new(segs);
     Ok(split.scatter(&engine.occluded_many(scene, &split.views())?))
+}
+
+/// The mask every segment carries, if they all carry one (and there is at least one).
+fn one_mask(segs: &[(Segment, Mask)]) -> Option<Mask> {
+    let first = segs.first()?.1;
+    segs.iter().all(|s| s.1 == first).then_some(first)
 }
 
 /// [`occluded_masked`] of segments tagged with the eye each starts from (`eye[i] < eyes`),
@@ -138,31 +149,13 @@ pub(crate) fn occluded_by_eye(
         order[at[e as usize]] = i;
         at[e as usize] += 1;
     }
+    let grouped: Vec<(Segment, Mask)> = order.iter().map(|&i| segs[i]).collect();
+    let bits = occluded_masked(engine, scene, &grouped)?;
     let mut out = vec![false; segs.len()];
-    match one_mask(segs) {
-        // The usual case, one mask: the segments go to the engine as they are.
-        Some(mask) => {
-            let grouped: Vec<Segment> = order.iter().map(|&i| segs[i].0).collect();
-            let bits = engine.occluded(scene, &grouped, mask)?;
-            for (k, &i) in order.iter().enumerate() {
-                out[i] = bits.get(k);
-            }
-        }
-        None => {
-            let grouped: Vec<(Segment, Mask)> = order.iter().map(|&i| segs[i]).collect();
-            let bits = occluded_masked(engine, scene, &grouped)?;
-            for (&i, b) in order.iter().zip(bits) {
-                out[i] = b;
-            }
-        }
+    for (&i, b) in order.iter().zip(bits) {
+        out[i] = b;
     }
     Ok(out)
-}
-
-/// The mask every segment carries, if they all carry one (and there is at least one).
-fn one_mask(segs: &[(Segment, Mask)]) -> Option<Mask> {
-    let first = segs.first()?.1;
-    segs.iter().all(|s| s.1 == first).then_some(first)
 }
 
 /// The whole-body sample of candidates as segments: every candidate's points for every
