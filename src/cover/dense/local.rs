@@ -120,13 +120,18 @@ pub(super) struct Local {
     block: Option<BlockHint>,
     /// Cells with something in flight, filled from the caches after each wave.
     pending: Vec<u32>,
+    /// Cells a wave left short of an answer, whose next stage the next wave carries.
+    unsettled: Vec<u32>,
     heap: RadixHeap,
     candidates: Vec<(u32, Posture)>,
     turned_down: Vec<u32>,
     pub phase: Phase,
     pub answer: DenseAnswer,
-    /// Ask for everything ahead at once (a GPU, where each wave is a wait): a band of the
-    /// whole radius, every posture of a hidden head in one stage.
+    /// Ask for everything ahead at once (a GPU, where each wave is a wait): every cell the
+    /// agent can reach within the radius, every posture of a hidden head in one stage. Else
+    /// (the CPU, where a wave costs no wait) a cell is asked for when the search first reaches
+    /// it, and its next stage in the wave after each one: the searched cells and the ring
+    /// ahead of them.
     pub eager: bool,
     /// Trace a cell's prone head from every observer at once rather than the first one
     /// first (a batch: fewer, larger waves).
@@ -197,6 +202,7 @@ impl Local {
             round: 0,
             block: None,
             pending: Vec::new(),
+            unsettled: Vec::new(),
             heap: RadixHeap::default(),
             candidates: Vec::new(),
             turned_down: Vec::new(),
@@ -386,29 +392,23 @@ impl Local {
         idx == self.start || fit != FIT_UNKNOWN && fit > Posture::Crouching as u8
     }
 
-    /// Asks for the visibility the cells within one band of path length beyond `g` will need,
-    /// so a wave carries a band rather than one ring: a flood fill from the open nodes over the
-    /// cells the agent can enter.
-    fn prefetch(&mut self, g: f32, p: &DenseParams, shared: &Shared, wave: &mut Wave) {
+    /// Asks for the visibility of every cell the agent can enter from the open nodes (the
+    /// eager strategy): a flood fill over the cells within the radius.
+    fn prefetch(&mut self, p: &DenseParams, shared: &Shared, wave: &mut Wave) {
         self.round += 1;
-        let limit = if self.eager {
-            f32::INFINITY
-        } else {
-            g + p.band
-        };
-        let mut queue: std::collections::VecDeque<(u32, f32)> = self
+        let mut queue: std::collections::VecDeque<u32> = self
             .heap
             .iter()
             .filter(|&&(k, n)| {
                 let n = n as usize;
-                !self.cells[n].closed && (k as f32) / 1e4 <= limit && key(self.cells[n].g) == k
+                !self.cells[n].closed && key(self.cells[n].g) == k
             })
-            .map(|&(_, n)| (n, self.cells[n as usize].g))
+            .map(|&(_, n)| n)
             .collect();
-        for &(n, _) in &queue {
+        for &n in &queue {
             self.cells[n as usize].stamp = self.round;
         }
-        while let Some((u, d)) = queue.pop_front() {
+        while let Some(u) = queue.pop_front() {
             self.vis_of(u, shared, wave);
             if !self.walks_on(u) {
                 continue;
@@ -419,14 +419,13 @@ impl Local {
                 let Some(v) = self.index(i + di, j + dj) else {
                     continue;
                 };
-                let nd = d + p.cell;
-                if nd > limit || self.cells[v as usize].stamp == self.round {
+                if self.cells[v as usize].stamp == self.round {
                     continue;
                 }
                 self.cells[v as usize].stamp = self.round;
                 if self.enter(v, (i + di, j + dj), y, p).is_some() {
                     self.cells[v as usize].hint = self.hint_from(u);
-                    queue.push_back((v, nd));
+                    queue.push_back(v);
                 }
             }
         }
@@ -439,15 +438,40 @@ impl Local {
 
     /// Files what the last wave traced for this search's cells in flight (every request of a
     /// wave is traced in it; a visibility stage another query asked for is taken as it is).
+    /// The lazy search asks for the next stage of a cell left unresolved in the next wave.
     pub fn sync(&mut self, shared: &Shared) {
-        for idx in std::mem::take(&mut self.pending) {
+        let mut pending = std::mem::take(&mut self.pending);
+        for &idx in &pending {
             let k = idx as usize;
             if self.cells[k].vis & VIS_PENDING != 0 {
                 let code = self.cells[k].vis & !VIS_PENDING;
                 let key = self.vis_key(idx);
                 self.cells[k].vis = shared.vis.get_near(&key, &mut self.block).unwrap_or(code);
             }
+            if !self.eager && !resolved(self.cells[k].vis) {
+                self.unsettled.push(idx);
+            }
         }
+        pending.clear();
+        self.pending = pending;
+    }
+
+    /// Asks for the next stage of the cells the last waves left unresolved: every head, and
+    /// the bodies of cells within `horizon` of path length (a body costs tens of rays, and
+    /// the search may stop before it reaches a farther one).
+    fn ask_unsettled(&mut self, horizon: f32, shared: &Shared, wave: &mut Wave) {
+        let mut cells = std::mem::take(&mut self.unsettled);
+        cells.retain(|&idx| {
+            let c = self.cells[idx as usize];
+            let code = c.vis & !VIS_PENDING;
+            let later = !(code == VIS_UNKNOWN || head_first(code)) && c.g > horizon;
+            if !later {
+                self.vis_of(idx, shared, wave);
+            }
+            later
+        });
+        cells.append(&mut self.unsettled);
+        self.unsettled = cells;
     }
 
     /// Moves the search as far as what is known allows; what is missing goes into `wave`.
@@ -475,7 +499,11 @@ impl Local {
                 }
             }
             if self.vis_of(u, shared, wave).is_none() {
-                self.prefetch(g, p, shared, wave);
+                if self.eager {
+                    self.prefetch(p, shared, wave);
+                } else {
+                    self.ask_unsettled(g + p.band, shared, wave);
+                }
                 return;
             }
             self.heap.pop();
@@ -500,12 +528,14 @@ impl Local {
                 }
             }
             if self.walks_on(u) {
-                self.relax(u, p);
+                self.relax(u, p, shared, wave);
             }
         }
     }
 
-    fn relax(&mut self, u: u32, p: &DenseParams) {
+    /// Reaches the neighbours of `u` (closed just now); the lazy search asks for each cell's
+    /// visibility as it first reaches it.
+    fn relax(&mut self, u: u32, p: &DenseParams, shared: &Shared, wave: &mut Wave) {
         let (i, j) = self.cell_of(u);
         let y = self.cells[u as usize].ground;
         let mut enterable = [None; 8];
@@ -533,10 +563,14 @@ impl Local {
             let ng = self.cells[u as usize].g + cost;
             let vk = v as usize;
             if ng < self.cells[vk].g && !self.cells[vk].closed {
+                let first = self.cells[vk].g == f32::INFINITY;
                 self.cells[vk].g = ng;
                 self.cells[vk].parent = u;
                 self.cells[vk].hint = self.hint_from(u);
                 self.heap.push(key(ng), v);
+                if first && !self.eager {
+                    self.vis_of(v, shared, wave);
+                }
             }
         }
     }

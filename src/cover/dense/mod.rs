@@ -4,8 +4,8 @@
 //! Candidates are the cells of a world-aligned grid (`cell`, 0.25 m by default: the cover
 //! field's grid) within `radius` of the agent. A Dijkstra search over the grid grows outward
 //! from the agent by path length, and asks the engine only about the cells it reaches, in
-//! batches (waves): every query's next band of path length goes to the engine together, so a
-//! thousand agents cost the same few engine calls per wave as one.
+//! batches (waves): what every query needs next goes to the engine together, so a thousand
+//! agents cost the same few engine calls per wave as one.
 //!
 //! - **Ground** of a cell: the floor of the kept walk surface ([`Surface`]) within
 //!   `step_height` of the cell it is entered from, nearest to it (walkable material, slope
@@ -65,10 +65,11 @@ pub struct DenseParams {
     /// Among candidates at most this much farther (metres of path) than the nearest, the highest
     /// hidden posture wins (nearest first, posture second). Default 0.25 m: one cell.
     pub posture_tie: f32,
-    /// Path length per wave of the CPU's lazy search: cells up to this much beyond the nearest
-    /// open one are traced together. Default 0.25 m (one cell): on the CPU a wave costs no
-    /// wait, so the narrowest band traces least (a query on `village` took 11% less time than
-    /// with 1 m). The GPU's strategy traces up front and does not use it.
+    /// How far ahead the CPU's lazy search traces bodies: a cell's prone head is asked for when
+    /// the search first reaches the cell, and each next stage in the wave after, but a whole
+    /// body (tens of rays) only for cells up to this much path length beyond the nearest open
+    /// one. Default 0.25 m (one cell): on the CPU a wave costs no wait, so the narrowest band
+    /// traces least. The GPU's strategy traces up front and does not use it.
     pub band: f32,
     /// The body sample.
     pub body: BodyParams,
@@ -192,7 +193,7 @@ pub fn find_cover(
 /// On a GPU every reachable cell's prone head, then the nearest hidden heads' whole bodies,
 /// are traced for the whole batch up front (`dense/eager.rs`), and the intervis measurement takes
 /// the first few candidates of every query at once: three waits for a batch of any size when
-/// nothing is missing. The CPU searches lazily, a band at a time. Both choose alike: the same
+/// nothing is missing. The CPU searches lazily, the cells it reaches wave by wave. Both choose alike: the same
 /// search runs over the same cached results.
 pub fn find_cover_on(
     engine: &Engine,
