@@ -15,6 +15,10 @@ use glam::{Vec2, Vec3};
 const FIT_UNKNOWN: u8 = 255;
 /// `vis` codes (a cell's visibility for this query's observers).
 pub(super) const VIS_UNKNOWN: u8 = 0;
+/// The prone body's two ends (its stations nearest to and farthest from each observer) hide;
+/// the rest of it is not traced yet. Most bodies whose head hides are seen, mostly at an
+/// end (one poking out past the cover), so the CPU traces the ends first.
+pub(super) const VIS_ENDS: u8 = 1;
 /// The prone head centre hides from every observer; the body is not traced yet.
 pub(super) const VIS_HEAD: u8 = 2;
 /// The prone body hides; crouching and standing are not traced yet.
@@ -159,6 +163,9 @@ fn reciprocal(side: i32) -> u64 {
 fn row_of(idx: u32, by_side: u64) -> i32 {
     ((u64::from(idx) * by_side) >> RECIPROCAL_BITS) as i32
 }
+
+/// For each diagonal of [`NEIGHBOURS`] (in order), the two straight ones beside it.
+const DIAGONAL_SIDES: [(usize, usize); 4] = [(0, 2), (1, 2), (0, 3), (1, 3)];
 
 pub(super) const NEIGHBOURS: [(i32, i32); 8] = [
     (1, 0),
@@ -534,43 +541,46 @@ impl Local {
     }
 
     /// Reaches the neighbours of `u` (closed just now); the lazy search asks for each cell's
-    /// visibility as it first reaches it.
+    /// visibility as it first reaches it. A diagonal step needs both cells beside it; a
+    /// diagonal cell is not looked at where one of them is not enterable or it is closed.
     fn relax(&mut self, u: u32, p: &DenseParams, shared: &Shared, wave: &mut Wave) {
         let (i, j) = self.cell_of(u);
-        let y = self.cells[u as usize].ground;
-        let mut enterable = [None; 8];
-        for (n, (di, dj)) in NEIGHBOURS.iter().enumerate() {
-            if let Some(v) = self.index(i + di, j + dj) {
-                if self.enter(v, (i + di, j + dj), y, p).is_some() {
-                    enterable[n] = Some(v);
-                }
+        let (y, g) = (self.cells[u as usize].ground, self.cells[u as usize].g);
+        let mut beside = [None; 4];
+        for (n, (di, dj)) in NEIGHBOURS[..4].iter().enumerate() {
+            let at = (i + di, j + dj);
+            beside[n] = self
+                .index(at.0, at.1)
+                .filter(|&v| self.enter(v, at, y, p).is_some());
+        }
+        for v in beside.into_iter().flatten() {
+            self.reach(u, v, g + p.cell, shared, wave);
+        }
+        for (&(di, dj), &(a, b)) in NEIGHBOURS[4..].iter().zip(&DIAGONAL_SIDES) {
+            if beside[a].is_none() || beside[b].is_none() {
+                continue;
+            }
+            let at = (i + di, j + dj);
+            let Some(v) = self.index(at.0, at.1) else {
+                continue;
+            };
+            if !self.cells[v as usize].closed && self.enter(v, at, y, p).is_some() {
+                self.reach(u, v, g + p.cell * std::f32::consts::SQRT_2, shared, wave);
             }
         }
-        for (n, &(di, dj)) in NEIGHBOURS.iter().enumerate() {
-            let Some(v) = enterable[n] else { continue };
-            let cost = if n >= 4 {
-                // A diagonal step needs both cells beside it.
-                let side = |d: (i32, i32)| NEIGHBOURS[..4].iter().position(|&x| x == d);
-                let a = side((di, 0)).and_then(|m| enterable[m]);
-                let b = side((0, dj)).and_then(|m| enterable[m]);
-                if a.is_none() || b.is_none() {
-                    continue;
-                }
-                p.cell * std::f32::consts::SQRT_2
-            } else {
-                p.cell
-            };
-            let ng = self.cells[u as usize].g + cost;
-            let vk = v as usize;
-            if ng < self.cells[vk].g && !self.cells[vk].closed {
-                let first = self.cells[vk].g == f32::INFINITY;
-                self.cells[vk].g = ng;
-                self.cells[vk].parent = u;
-                self.cells[vk].hint = self.hint_from(u);
-                self.heap.push(key(ng), v);
-                if first && !self.eager {
-                    self.vis_of(v, shared, wave);
-                }
+    }
+
+    /// A step from `u` reaches `v` with path length `ng`: kept where shorter.
+    fn reach(&mut self, u: u32, v: u32, ng: f32, shared: &Shared, wave: &mut Wave) {
+        let vk = v as usize;
+        if ng < self.cells[vk].g && !self.cells[vk].closed {
+            let first = self.cells[vk].g == f32::INFINITY;
+            self.cells[vk].g = ng;
+            self.cells[vk].parent = u;
+            self.cells[vk].hint = self.hint_from(u);
+            self.heap.push(key(ng), v);
+            if first && !self.eager {
+                self.vis_of(v, shared, wave);
             }
         }
     }

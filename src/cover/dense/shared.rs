@@ -2,11 +2,12 @@
 //! group) and the wave that traces every query's visibility requests together.
 
 use super::local::{
-    head_first, MAX_HINT, VIS_HEAD, VIS_HEAD_FIRST, VIS_HIDDEN, VIS_PRONE, VIS_SEEN, VIS_UNKNOWN,
+    head_first, MAX_HINT, VIS_ENDS, VIS_HEAD, VIS_HEAD_FIRST, VIS_HIDDEN, VIS_PRONE, VIS_SEEN,
+    VIS_UNKNOWN,
 };
 use super::surface::{shape_key, ShapeKey};
 use super::{DenseParams, DenseQuery};
-use crate::cover::body::body_points;
+use crate::cover::body::{body_points, BodyParams};
 use crate::cover::verify::occluded_by_eye;
 use crate::cover::Posture;
 use crate::scene::{Mask, Scene};
@@ -66,7 +67,8 @@ impl Shared {
         let rank = |v: u8| match v {
             VIS_UNKNOWN => 0,
             VIS_HEAD => 2,
-            VIS_PRONE => 3,
+            VIS_ENDS => 3,
+            VIS_PRONE => 4,
             _ if head_first(v) => 1,
             _ => 9,
         };
@@ -282,7 +284,7 @@ impl Wave {
         let mut n = [0; 3];
         for a in &self.vis {
             n[match a.code {
-                VIS_HEAD => 1,
+                VIS_HEAD | VIS_ENDS => 1,
                 VIS_PRONE => 2,
                 _ => 0,
             }] += 1;
@@ -369,13 +371,6 @@ impl Job {
             all_eyes: true,
             bodies: Vec::new(),
         };
-        let top = Posture::ALL[(a.fit.clamp(1, 3) - 1) as usize];
-        let wanted: &[Posture] = match (a.code, a.full) {
-            (VIS_HEAD, false) => &[Posture::Prone],
-            (VIS_HEAD, true) => &Posture::ALL,
-            (VIS_PRONE, _) => &[Posture::Crouching, Posture::Standing],
-            _ => &[],
-        };
         if a.code == VIS_UNKNOWN || head_first(a.code) {
             let head = a.at + Vec3::Y * q.agent.head_height(Posture::Prone);
             head_observers(a, n, &mut self.eyes);
@@ -389,20 +384,63 @@ impl Job {
             spans.from = self.from.len()..self.from.len() + self.eyes.len();
             self.from.extend_from_slice(&self.eyes);
         }
-        for &posture in wanted.iter().filter(|&&x| x <= top) {
+        self.push_bodies(a, q, eye0, &p.body, &mut spans.bodies);
+        spans
+    }
+
+    /// Adds the body segments request `a` asks for (the postures that fit): on the CPU the
+    /// prone body's ends, then its rest, then crouching and standing; every posture at once
+    /// where `full`.
+    fn push_bodies(
+        &mut self,
+        a: &Ask,
+        q: &DenseQuery,
+        eye0: u32,
+        body: &BodyParams,
+        out: &mut Vec<(Posture, usize, usize)>,
+    ) {
+        use Part::{All, Ends, Rest};
+        const UPPER: [(Posture, Part); 2] = [(Posture::Crouching, All), (Posture::Standing, All)];
+        let top = Posture::ALL[(a.fit.clamp(1, 3) - 1) as usize];
+        let wanted: &[(Posture, Part)] = match (a.code, a.full) {
+            (VIS_HEAD, false) => &[(Posture::Prone, Ends)],
+            (VIS_HEAD, true) => &[(Posture::Prone, All), UPPER[0], UPPER[1]],
+            (VIS_ENDS, false) => &[(Posture::Prone, Rest)],
+            (VIS_ENDS, true) => &[(Posture::Prone, Rest), UPPER[0], UPPER[1]],
+            (VIS_PRONE, _) => &UPPER,
+            _ => &[],
+        };
+        for &(posture, part) in wanted.iter().filter(|w| w.0 <= top) {
             let s0 = self.segs.len();
             for (k, &o) in q.observers.iter().enumerate() {
                 self.points.clear();
-                body_points(&q.agent, a.at, posture, o, &p.body, &mut self.points);
+                body_points(&q.agent, a.at, posture, o, body, &mut self.points);
+                let n = self.points.len();
+                // The prone sample: the head centre, then six points a station, back to front.
+                let end = |i: usize| (1..7).contains(&i) || i + 6 >= n;
+                let kept = self.points.iter().enumerate().filter(|&(i, _)| match part {
+                    All => true,
+                    Ends => end(i),
+                    Rest => !end(i),
+                });
                 let mask = q.mask;
                 self.segs
-                    .extend(self.points.iter().map(|&t| (Segment::new(o, t), mask)));
+                    .extend(kept.map(|(_, &t)| (Segment::new(o, t), mask)));
                 self.eye.resize(self.segs.len(), eye0 + k as u32);
             }
-            spans.bodies.push((posture, s0, self.segs.len()));
+            out.push((posture, s0, self.segs.len()));
         }
-        spans
     }
+}
+
+/// Which points of a body sample a stage traces.
+#[derive(Clone, Copy)]
+enum Part {
+    All,
+    /// The prone body's first and last stations.
+    Ends,
+    /// The prone body's other points.
+    Rest,
 }
 
 /// The code a traced request files: exposed (naming an observer that sees it), its prone
@@ -425,8 +463,9 @@ fn next_code(a: &Ask, sp: &Spans, from: &[usize], blocked: &[bool]) -> u8 {
         .is_none_or(|&(_, s, e)| blocked[s..e].iter().all(|&b| b));
     match a.code {
         // The body is seen somewhere (which observer is not kept: the hint stays).
-        VIS_HEAD if !prone_hides => VIS_SEEN + a.first.min(MAX_HINT as u8),
-        VIS_HEAD if !a.full => VIS_PRONE,
+        VIS_HEAD | VIS_ENDS if !prone_hides => VIS_SEEN + a.first.min(MAX_HINT as u8),
+        VIS_HEAD if !a.full => VIS_ENDS,
+        VIS_ENDS if !a.full => VIS_PRONE,
         _ => hidden_code(sp, blocked),
     }
 }
