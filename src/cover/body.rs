@@ -145,8 +145,16 @@ fn frame(at: Vec3, observer: Vec3) -> (Vec3, Vec3) {
     (toward, Vec3::new(-toward.z, 0.0, toward.x))
 }
 
+/// Whether point `i` of a prone sample of `n` points ([`body_points`]) lies on the body's first
+/// or last station: its two ends, nearest to and farthest from the observer.
+#[must_use]
+pub fn prone_end(i: usize, n: usize) -> bool {
+    (1..7).contains(&i) || i + 6 >= n
+}
+
 /// The sample points of the body of `posture` standing at `ground`, as seen from `observer`:
-/// the head centre first, then the rows from the top down, each from one side to the other.
+/// the head centre first, then the rows from the top down, each from one side to the other
+/// (prone: six points a station, stations from the back of the body to its front).
 pub fn body_points(
     agent: &Agent,
     ground: Vec3,
@@ -193,6 +201,55 @@ pub fn body_points(
                 + std::f32::consts::PI * c as f32 / (params.columns - 1) as f32;
             let o = (toward * a.cos() + side * a.sin()) * agent.radius;
             out.push(ground + Vec3::Y * h + o);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `prone_end` marks exactly the points at the prone body's two extreme stations: the
+    /// farthest behind the spot and the farthest toward the observer, six of each.
+    #[test]
+    fn prone_ends_are_the_first_and_last_stations() {
+        let agent = Agent::soldier(Vec3::ZERO);
+        let ground = Vec3::new(3.0, 1.0, -2.0);
+        let observer = Vec3::new(30.0, 2.7, 11.0);
+        for params in [
+            BodyParams::standard(),
+            BodyParams {
+                row_spacing: 0.35,
+                ..BodyParams::standard()
+            },
+        ] {
+            let mut points = Vec::new();
+            body_points(
+                &agent,
+                ground,
+                Posture::Prone,
+                observer,
+                &params,
+                &mut points,
+            );
+            let (toward, _) = frame(ground, observer);
+            let along: Vec<f32> = points.iter().map(|p| (*p - ground).dot(toward)).collect();
+            let (lo, hi) = along[1..]
+                .iter()
+                .fold((f32::MAX, f32::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+            let n = points.len();
+            let ends: Vec<usize> = (0..n).filter(|&i| prone_end(i, n)).collect();
+            assert_eq!(ends.len(), 12);
+            for i in 1..n {
+                let extreme = (along[i] - lo).abs() < 1e-4 || (along[i] - hi).abs() < 1e-4;
+                assert_eq!(
+                    prone_end(i, n),
+                    extreme,
+                    "point {i} of {n}, along {}",
+                    along[i]
+                );
+            }
+            assert!(!prone_end(0, n), "the head centre is traced with the head");
         }
     }
 }

@@ -15,8 +15,9 @@
 //!   destination but is not walked through. A diagonal step needs both cells beside it.
 //! - **Hidden**: the whole body ([`super::body`]) of a fitting posture is hidden from every
 //!   observer under the query's mask. The prone body is tested first (its head centre, then its
-//!   whole sample): no higher posture hides where lying down does not, so that is the test a
-//!   cell must pass to be a candidate; crouching and standing are traced for candidates only.
+//!   whole sample; on the CPU the sample's two ends before the rest): no higher posture hides
+//!   where lying down does not, so that is the test a cell must pass to be a candidate;
+//!   crouching and standing are traced for candidates only.
 //! - **Choice**: the nearest candidate by path length; among those within `posture_tie` metres
 //!   more, the highest hidden posture. The chosen spot is then measured with the intervis
 //!   humanoid ([`super::verify::intervis_exposure`]); any exposed pixel rejects it and the search
@@ -193,8 +194,8 @@ pub fn find_cover(
 /// On a GPU every reachable cell's prone head, then the nearest hidden heads' whole bodies,
 /// are traced for the whole batch up front (`dense/eager.rs`), and the intervis measurement takes
 /// the first few candidates of every query at once: three waits for a batch of any size when
-/// nothing is missing. The CPU searches lazily, the cells it reaches wave by wave. Both choose alike: the same
-/// search runs over the same cached results.
+/// nothing is missing. The CPU searches lazily, the cells it reaches wave by wave. Both choose
+/// alike: the same search runs over the same cached results.
 pub fn find_cover_on(
     engine: &Engine,
     scene: &Scene,

@@ -7,7 +7,7 @@ use super::local::{
 };
 use super::surface::{shape_key, ShapeKey};
 use super::{DenseParams, DenseQuery};
-use crate::cover::body::{body_points, BodyParams};
+use crate::cover::body::{body_points, prone_end, BodyParams};
 use crate::cover::verify::occluded_by_eye;
 use crate::cover::Posture;
 use crate::scene::{Mask, Scene};
@@ -416,12 +416,10 @@ impl Job {
                 self.points.clear();
                 body_points(&q.agent, a.at, posture, o, body, &mut self.points);
                 let n = self.points.len();
-                // The prone sample: the head centre, then six points a station, back to front.
-                let end = |i: usize| (1..7).contains(&i) || i + 6 >= n;
                 let kept = self.points.iter().enumerate().filter(|&(i, _)| match part {
                     All => true,
-                    Ends => end(i),
-                    Rest => !end(i),
+                    Ends => prone_end(i, n),
+                    Rest => !prone_end(i, n),
                 });
                 let mask = q.mask;
                 self.segs
