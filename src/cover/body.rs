@@ -240,14 +240,9 @@ mod tests {
             let n = points.len();
             let ends: Vec<usize> = (0..n).filter(|&i| prone_end(i, n)).collect();
             assert_eq!(ends.len(), 12);
-            for i in 1..n {
-                let extreme = (along[i] - lo).abs() < 1e-4 || (along[i] - hi).abs() < 1e-4;
-                assert_eq!(
-                    prone_end(i, n),
-                    extreme,
-                    "point {i} of {n}, along {}",
-                    along[i]
-                );
+            for (i, &x) in along.iter().enumerate().skip(1) {
+                let extreme = (x - lo).abs() < 1e-4 || (x - hi).abs() < 1e-4;
+                assert_eq!(prone_end(i, n), extreme, "point {i} of {n}, along {x}");
             }
             assert!(!prone_end(0, n), "the head centre is traced with the head");
         }
