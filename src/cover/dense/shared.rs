@@ -419,7 +419,8 @@ impl Job {
                 let kept = self.points.iter().enumerate().filter(|&(i, _)| match part {
                     All => true,
                     Ends => prone_end(i, n),
-                    Rest => !prone_end(i, n),
+                    // The head centre (point 0) hid already: it is the head stage's point.
+                    Rest => i > 0 && !prone_end(i, n),
                 });
                 let mask = q.mask;
                 self.segs
@@ -437,7 +438,7 @@ enum Part {
     All,
     /// The prone body's first and last stations.
     Ends,
-    /// The prone body's other points.
+    /// The prone body's other points but the head centre (traced as the head).
     Rest,
 }
 
