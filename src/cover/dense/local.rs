@@ -66,23 +66,42 @@ pub(super) enum Phase {
     Done,
 }
 
-/// What the search knows of one cell; one record, so a cell's lookups share a cache line.
+/// What the search knows of one cell; one small record (12 bytes), so a cell's lookups share a
+/// cache line and a search's square stays in cache.
 #[derive(Clone, Copy)]
 struct Cell {
     /// Ground height of the floor the search stands on (NaN until entered).
     ground: f32,
     /// Path length so far.
     g: f32,
-    parent: u32,
-    /// The prefetch round that last reached the cell.
-    stamp: u32,
     /// [`FIT_UNKNOWN`], else 0 = nothing fits, `1 + posture`.
     fit: u8,
     /// Visibility code, with [`VIS_PENDING`] while its next stage is in flight.
     vis: u8,
     /// The observer to trace the prone head from first (see [`MAX_HINT`]).
     hint: u8,
-    closed: bool,
+    /// [`CLOSED`], and in the low bits the step from the parent (an index into
+    /// [`NEIGHBOURS`]) or [`NO_PARENT`].
+    link: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<Cell>() == 12);
+
+/// Set in [`Cell::link`] once the search settles the cell.
+const CLOSED: u8 = 0x80;
+/// [`Cell::link`]'s low bits where the cell has no parent.
+const NO_PARENT: u8 = 0x0f;
+
+impl Cell {
+    fn closed(&self) -> bool {
+        self.link & CLOSED != 0
+    }
+
+    /// The step (into [`NEIGHBOURS`]) from the parent, `None` for the start.
+    fn step(&self) -> Option<usize> {
+        let s = self.link & !CLOSED;
+        (s != NO_PARENT).then_some(s as usize)
+    }
 }
 
 impl Default for Cell {
@@ -90,12 +109,10 @@ impl Default for Cell {
         Cell {
             ground: f32::NAN,
             g: f32::INFINITY,
-            parent: u32::MAX,
-            stamp: 0,
             fit: FIT_UNKNOWN,
             vis: VIS_UNKNOWN,
             hint: 0,
-            closed: false,
+            link: NO_PARENT,
         }
     }
 }
@@ -119,6 +136,8 @@ pub(super) struct Local {
     cell: f32,
     /// Per cell of the square, row by row.
     cells: Vec<Cell>,
+    /// Per cell, the prefetch round that last reached it (the eager strategy's alone).
+    stamps: Vec<u32>,
     round: u32,
     /// The visibility cache's block this search looked up last.
     block: Option<BlockHint>,
@@ -206,6 +225,7 @@ impl Local {
             agent: a,
             cell: p.cell,
             cells: vec![Cell::default(); n],
+            stamps: Vec::new(),
             round: 0,
             block: None,
             pending: Vec::new(),
@@ -281,7 +301,7 @@ impl Local {
     fn enter(&mut self, idx: u32, (i, j): (i32, i32), from_y: f32, p: &DenseParams) -> Option<u8> {
         let k = idx as usize;
         let near = |y: f32| (y - from_y).abs() <= p.step_height;
-        if self.cells[k].closed || self.cells[k].g.is_finite() {
+        if self.cells[k].closed() || self.cells[k].g.is_finite() {
             return (near(self.cells[k].ground) && self.cells[k].fit > 0)
                 .then_some(self.cells[k].fit);
         }
@@ -403,17 +423,18 @@ impl Local {
     /// eager strategy): a flood fill over the cells within the radius.
     fn prefetch(&mut self, p: &DenseParams, shared: &Shared, wave: &mut Wave) {
         self.round += 1;
+        self.stamps.resize(self.cells.len(), 0);
         let mut queue: std::collections::VecDeque<u32> = self
             .heap
             .iter()
             .filter(|&&(k, n)| {
                 let n = n as usize;
-                !self.cells[n].closed && key(self.cells[n].g) == k
+                !self.cells[n].closed() && key(self.cells[n].g) == k
             })
             .map(|&(_, n)| n)
             .collect();
         for &n in &queue {
-            self.cells[n as usize].stamp = self.round;
+            self.stamps[n as usize] = self.round;
         }
         while let Some(u) = queue.pop_front() {
             self.vis_of(u, shared, wave);
@@ -426,10 +447,10 @@ impl Local {
                 let Some(v) = self.index(i + di, j + dj) else {
                     continue;
                 };
-                if self.cells[v as usize].stamp == self.round {
+                if self.stamps[v as usize] == self.round {
                     continue;
                 }
-                self.cells[v as usize].stamp = self.round;
+                self.stamps[v as usize] = self.round;
                 if self.enter(v, (i + di, j + dj), y, p).is_some() {
                     self.cells[v as usize].hint = self.hint_from(u);
                     queue.push_back(v);
@@ -494,7 +515,7 @@ impl Local {
                 continue;
             };
             let uk = u as usize;
-            if self.cells[uk].closed || key(self.cells[uk].g) != gk {
+            if self.cells[uk].closed() || key(self.cells[uk].g) != gk {
                 self.heap.pop();
                 continue;
             }
@@ -514,7 +535,7 @@ impl Local {
                 return;
             }
             self.heap.pop();
-            self.cells[uk].closed = true;
+            self.cells[uk].link |= CLOSED;
             let vis = self.cells[uk].vis & !VIS_PENDING;
             let hidden = (!exposed(vis))
                 .then(|| Posture::ALL[(vis - VIS_HIDDEN) as usize])
@@ -553,10 +574,12 @@ impl Local {
                 .index(at.0, at.1)
                 .filter(|&v| self.enter(v, at, y, p).is_some());
         }
-        for v in beside.into_iter().flatten() {
-            self.reach(u, v, g + p.cell, shared, wave);
+        for (step, v) in beside.into_iter().enumerate() {
+            if let Some(v) = v {
+                self.reach(u, (v, step), g + p.cell, shared, wave);
+            }
         }
-        for (&(di, dj), &(a, b)) in NEIGHBOURS[4..].iter().zip(&DIAGONAL_SIDES) {
+        for (k, (&(di, dj), &(a, b))) in NEIGHBOURS[4..].iter().zip(&DIAGONAL_SIDES).enumerate() {
             if beside[a].is_none() || beside[b].is_none() {
                 continue;
             }
@@ -564,19 +587,21 @@ impl Local {
             let Some(v) = self.index(at.0, at.1) else {
                 continue;
             };
-            if !self.cells[v as usize].closed && self.enter(v, at, y, p).is_some() {
-                self.reach(u, v, g + p.cell * std::f32::consts::SQRT_2, shared, wave);
+            if !self.cells[v as usize].closed() && self.enter(v, at, y, p).is_some() {
+                let ng = g + p.cell * std::f32::consts::SQRT_2;
+                self.reach(u, (v, 4 + k), ng, shared, wave);
             }
         }
     }
 
-    /// A step from `u` reaches `v` with path length `ng`: kept where shorter.
-    fn reach(&mut self, u: u32, v: u32, ng: f32, shared: &Shared, wave: &mut Wave) {
+    /// A step from `u` (`NEIGHBOURS[step]`) reaches `v` with path length `ng`: kept where
+    /// shorter.
+    fn reach(&mut self, u: u32, (v, step): (u32, usize), ng: f32, shared: &Shared, wave: &mut Wave) {
         let vk = v as usize;
-        if ng < self.cells[vk].g && !self.cells[vk].closed {
+        if ng < self.cells[vk].g && !self.cells[vk].closed() {
             let first = self.cells[vk].g == f32::INFINITY;
             self.cells[vk].g = ng;
-            self.cells[vk].parent = u;
+            self.cells[vk].link = step as u8;
             self.cells[vk].hint = self.hint_from(u);
             self.heap.push(key(ng), v);
             if first && !self.eager {
@@ -677,8 +702,10 @@ impl Local {
     /// The grid path to `node`, string-pulled over cells the search closed.
     fn path(&self, node: u32, p: &DenseParams) -> Vec<Vec3> {
         let mut chain = vec![node];
-        while self.cells[*chain.last().unwrap() as usize].parent != u32::MAX {
-            chain.push(self.cells[*chain.last().unwrap() as usize].parent);
+        while let Some(step) = self.cells[*chain.last().unwrap() as usize].step() {
+            let (i, j) = self.cell_of(*chain.last().unwrap());
+            let (di, dj) = NEIGHBOURS[step];
+            chain.push(self.index(i - di, j - dj).expect("a parent lies in the square"));
         }
         chain.reverse();
         let pts: Vec<Vec3> = chain.iter().map(|&n| self.point(n)).collect();
@@ -709,7 +736,7 @@ impl Local {
                 return false;
             };
             let vk = v as usize;
-            let ok = self.cells[vk].closed
+            let ok = self.cells[vk].closed()
                 && (self.cells[vk].ground - y).abs() <= p.step_height
                 && (self.walks_on(v) || Some(v) == last);
             y = self.cells[vk].ground;
