@@ -596,7 +596,14 @@ impl Local {
 
     /// A step from `u` (`NEIGHBOURS[step]`) reaches `v` with path length `ng`: kept where
     /// shorter.
-    fn reach(&mut self, u: u32, (v, step): (u32, usize), ng: f32, shared: &Shared, wave: &mut Wave) {
+    fn reach(
+        &mut self,
+        u: u32,
+        (v, step): (u32, usize),
+        ng: f32,
+        shared: &Shared,
+        wave: &mut Wave,
+    ) {
         let vk = v as usize;
         if ng < self.cells[vk].g && !self.cells[vk].closed() {
             let first = self.cells[vk].g == f32::INFINITY;
@@ -705,7 +712,10 @@ impl Local {
         while let Some(step) = self.cells[*chain.last().unwrap() as usize].step() {
             let (i, j) = self.cell_of(*chain.last().unwrap());
             let (di, dj) = NEIGHBOURS[step];
-            chain.push(self.index(i - di, j - dj).expect("a parent lies in the square"));
+            chain.push(
+                self.index(i - di, j - dj)
+                    .expect("a parent lies in the square"),
+            );
         }
         chain.reverse();
         let pts: Vec<Vec3> = chain.iter().map(|&n| self.point(n)).collect();

@@ -241,7 +241,11 @@ fn nearest_depth(view: &View, target: &Tier, placed: &Placed) -> Option<f32> {
     let (lo, hi) = crate::bvh::root_bounds(&target.nodes)?;
     let corners = (0..8).map(|k| {
         let pick = |bit: usize, a: f32, b: f32| if k >> bit & 1 == 0 { a } else { b };
-        glam::Vec3::new(pick(0, lo.x, hi.x), pick(1, lo.y, hi.y), pick(2, lo.z, hi.z))
+        glam::Vec3::new(
+            pick(0, lo.x, hi.x),
+            pick(1, lo.y, hi.y),
+            pick(2, lo.z, hi.z),
+        )
     });
     corners
         .map(|c| (placed.model.transform_point3(c) - view.eye).dot(view.forward))
