@@ -174,17 +174,17 @@ fn drop_hidden(
         .collect();
     let limits: Vec<f32> = reach.iter().map(|t| t * (1.0 - EARLY)).collect();
     let hidden = blocked(tiers, &preps, &limits, mask);
-    select(rays.into_iter().zip(reach), &hidden, false)
+    unblocked(rays.into_iter().zip(reach), &hidden)
         .into_iter()
         .unzip()
 }
 
-/// The items whose bit in `bits` is `set`.
-fn select<T>(items: impl IntoIterator<Item = T>, bits: &[u32], set: bool) -> Vec<T> {
+/// The items whose bit in `bits` is clear.
+fn unblocked<T>(items: impl IntoIterator<Item = T>, bits: &[u32]) -> Vec<T> {
     items
         .into_iter()
         .enumerate()
-        .filter(|(k, _)| (bits[k / 32] >> (k % 32) & 1 == 1) == set)
+        .filter(|(k, _)| bits[k / 32] >> (k % 32) & 1 == 0)
         .map(|(_, item)| item)
         .collect()
 }
@@ -219,7 +219,7 @@ fn open_pixels(
         })
         .collect();
     let hidden = blocked(tiers, &preps, &vec![limit; preps.len()], mask);
-    select(pixels, &hidden, false)
+    unblocked(pixels, &hidden)
 }
 
 /// Bits of the rays a scene triangle matching `mask` blocks before each one's limit.
