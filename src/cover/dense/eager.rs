@@ -69,10 +69,16 @@ fn nearest_bodies(
 ) -> Wave {
     let mut bodies = Wave::default();
     for g in groups {
-        let hidden: Vec<bool> = g
+        let probes: Vec<Probe> = g
             .nodes
             .iter()
-            .map(|n| shared.vis.get(&n.key) == Some(VIS_HEAD))
+            .map(|n| Probe {
+                centre: glam::Vec2::new(
+                    (n.cell.0 as f32 + 0.5) * params.cell,
+                    (n.cell.1 as f32 + 0.5) * params.cell,
+                ),
+                hidden: shared.vis.get(&n.key) == Some(VIS_HEAD),
+            })
             .collect();
         for first in (0..g.members.len()).step_by(GATHER) {
             if bodies.len() >= MAX_BODIES {
@@ -83,7 +89,7 @@ fn nearest_bodies(
                 .clone()
                 .into_par_iter()
                 .map_init(Visited::default, |seen, m| {
-                    g.nearest(m, queries, params, &hidden, seen)
+                    g.nearest(m, queries, params, &probes, seen)
                 })
                 .collect();
             for (m, list) in block.zip(nearest) {
@@ -211,26 +217,25 @@ impl Graph {
     }
 
     /// Member `m`'s first [`BODIES`] nodes, breadth first within its radius, whose prone head
-    /// hides with the body not traced yet.
+    /// hides with the body not traced yet (`probes` holds each node's centre and that test).
     fn nearest(
         &self,
         m: usize,
         queries: &[DenseQuery],
         p: &DenseParams,
-        hidden: &[bool],
+        probes: &[Probe],
         seen: &mut Visited,
     ) -> Vec<u32> {
         let a = queries[self.members[m]].agent.position;
-        let in_radius = |(i, j): (i32, i32)| {
-            let c = glam::Vec2::new((i as f32 + 0.5) * p.cell, (j as f32 + 0.5) * p.cell);
-            c.distance_squared(glam::Vec2::new(a.x, a.z)) <= p.radius * p.radius
-        };
+        let (a, r2) = (glam::Vec2::new(a.x, a.z), p.radius * p.radius);
         seen.clear(self.nodes.len());
         let mut out = Vec::new();
-        let mut queue = std::collections::VecDeque::from([m as u32]);
+        let mut queue = vec![m as u32];
         seen.insert(m as u32);
-        while let Some(u) = queue.pop_front() {
-            if hidden[u as usize] {
+        let mut head = 0;
+        while let Some(&u) = queue.get(head) {
+            head += 1;
+            if probes[u as usize].hidden {
                 out.push(u);
                 if out.len() == BODIES {
                     break;
@@ -238,14 +243,21 @@ impl Graph {
             }
             let steps = self.first_edge[u as usize]..self.first_edge[u as usize + 1];
             for &v in &self.edges[steps.start as usize..steps.end as usize] {
-                if !seen.contains(v) && in_radius(self.nodes[v as usize].cell) {
+                if !seen.contains(v) && probes[v as usize].centre.distance_squared(a) <= r2 {
                     seen.insert(v);
-                    queue.push_back(v);
+                    queue.push(v);
                 }
             }
         }
         out
     }
+}
+
+/// What the breadth-first walks read of a node, kept apart from the node so the walks stay
+/// in cache: its cell's centre, and whether its prone head hides.
+struct Probe {
+    centre: glam::Vec2,
+    hidden: bool,
 }
 
 /// An agent's own spot: seen at its feet, where it stands.
