@@ -164,8 +164,15 @@ const CHUNK: usize = 64;
 
 /// Candidates per query measured with the intervis humanoid in one call on a GPU, nearest
 /// first (as the search would try them, each assumed turned down): one wait covers the
-/// usual rejections. The CPU measures one at a time (no wait to save, and each costs).
-pub const INTERVIS_AHEAD: usize = 4;
+/// usual rejections (in a `village` batch of 1,000 a fifth of the answers hold one, 9 hold
+/// two or three), and each spot measured that a query does not need costs a view per
+/// observer and a stretch of search. The CPU measures one at a time (no wait to save).
+pub const INTERVIS_AHEAD: usize = 3;
+
+/// Candidates measured ahead on a GPU in each later call, for the queries whose first
+/// [`INTERVIS_AHEAD`] were all turned down: they are few, so measuring many costs little,
+/// and each further call would be a wait for the whole batch.
+pub const INTERVIS_AHEAD_AGAIN: usize = 8;
 
 /// Intervis verdicts known so far: (observer group, spot, posture) -> exposed pixels per
 /// observer. The measurement depends on the body, the observers and the mask, which a group
@@ -193,9 +200,10 @@ pub fn find_cover(
 ///
 /// On a GPU every reachable cell's prone head, then the nearest hidden heads' whole bodies,
 /// are traced for the whole batch up front (`dense/eager.rs`), and the intervis measurement takes
-/// the first few candidates of every query at once: three waits for a batch of any size when
-/// nothing is missing. The CPU searches lazily, the cells it reaches wave by wave. Both choose
-/// alike: the same search runs over the same cached results.
+/// the first [`INTERVIS_AHEAD`] candidates of every query at once: three waits for a batch of
+/// any size when nothing is missing, a fourth where a query has those all turned down. The CPU
+/// searches lazily, the cells it reaches wave by wave. Both choose alike: the same search runs
+/// over the same cached results.
 pub fn find_cover_on(
     engine: &Engine,
     scene: &Scene,
@@ -243,12 +251,17 @@ fn answer(
         )?;
     }
     let mut answers: Vec<Option<DenseAnswer>> = vec![None; queries.len()];
-    loop {
+    for round in 0.. {
         let open: Vec<usize> = (0..queries.len())
             .filter(|&q| answers[q].is_none())
             .collect();
         let (mut asks, mut specs) = (Vec::new(), Vec::new());
-        let (mut wave, mut waiting) = d.pass(&open, &mut answers, &mut asks, &mut specs)?;
+        let ahead = match (gpu, round) {
+            (false, _) => 1,
+            (true, 0) => INTERVIS_AHEAD,
+            (true, _) => INTERVIS_AHEAD_AGAIN,
+        };
+        let (mut wave, mut waiting) = d.pass(&open, ahead, &mut answers, &mut asks, &mut specs)?;
         // The GPU gathers every search's needs of a pass into one wave.
         while !wave.is_empty() {
             log::debug!(
@@ -257,7 +270,7 @@ fn answer(
                 waiting.len()
             );
             wave.trace(engine, scene, queries, params, &mut d.shared, &mut d.rays)?;
-            (wave, waiting) = d.pass(&waiting, &mut answers, &mut asks, &mut specs)?;
+            (wave, waiting) = d.pass(&waiting, ahead, &mut answers, &mut asks, &mut specs)?;
         }
         if asks.is_empty() {
             break;
@@ -308,11 +321,11 @@ impl Driver<'_> {
     fn pass(
         &mut self,
         open: &[usize],
+        ahead: usize,
         answers: &mut [Option<DenseAnswer>],
         asks: &mut Vec<(usize, Vec3, Posture)>,
         specs: &mut Vec<Speculation>,
     ) -> Result<(Wave, Vec<usize>)> {
-        let ahead = if self.gpu { INTERVIS_AHEAD } else { 1 };
         let mut gathered = Wave::default();
         let mut waiting = Vec::new();
         for chunk in open.chunks(CHUNK) {
