@@ -25,7 +25,9 @@ struct Triangle {
 
 struct Segment {
     start: vec3<f32>,
-    _pad0: u32,
+    // 0: not staged; else the segments of its run before it (bits 2 and up) and its stage
+    // plus one (bits 0 and 1). Read by the `occluded` kernel only.
+    stage: u32,
     end: vec3<f32>,
     _pad1: u32,
 }
@@ -52,7 +54,8 @@ struct Params {
     count: u32,
     // Material flag bits that block.
     mask: u32,
-    // 0: first scene chunk (start fresh), 1: improve on what earlier chunks wrote.
+    // 0: first scene chunk (start fresh), 1: improve on what earlier chunks wrote; 2 as 1,
+    // and `occluded` stages its staged segments (the last chunk).
     accumulate: u32,
     // Not read here: the host copies it behind the results as proof that the pass ran.
     stamp: u32,

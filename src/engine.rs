@@ -317,6 +317,14 @@ impl Engine {
     }
 
     /// One bit per segment: set when a triangle matching `mask` lies strictly between its ends.
+    ///
+    /// Staged segments ([`Segment::staged`]) form runs of consecutive segments, each at a
+    /// stage (0, 1 or 2), for questions a run answers with the first stage that holds an
+    /// unblocked segment (a body whose postures count only while the lower ones hide). A
+    /// backend may then leave a staged segment's bit clear without tracing it once its run has
+    /// an unblocked segment at its stage or an earlier one, so the runs' answers are those of
+    /// tracing every segment while its other bits are not. The GPU does so in one scene chunk
+    /// or two; the CPU backend traces every segment.
     pub fn occluded(&self, scene: &Scene, segments: &[Segment], mask: Mask) -> Result<Occlusion> {
         match &self.gpu {
             None => {

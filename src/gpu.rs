@@ -238,6 +238,9 @@ struct Slice {
     from_upload: bool,
     /// Bytes of results in the output (the stamp follows them in the readback).
     bytes: u64,
+    /// Bytes of the output cleared before the pass: the results and, for staged segments,
+    /// the runs' flags (not read back).
+    cleared: u64,
     stamp: u32,
     slot: Slot,
 }
@@ -654,13 +657,26 @@ impl GpuTracer {
         mask: Mask,
     ) -> Result<TracePass> {
         crate::trace::validate_segments(segments)?;
+        let staged = segments.iter().any(|s| s.stage().is_some());
+        // Staging skips a segment once its run is answered, which holds only in the last
+        // dispatch: the params blocks tell the first chunk from the rest, so beyond two
+        // chunks the segments go plain.
+        if staged && self.chunk_count(scene) > 2 {
+            let plain: Vec<Segment> = segments.iter().map(|s| s.unstaged()).collect();
+            return self.prepare_occluded(scene, &plain, mask);
+        }
         self.prepare(
             scene,
             Kind::Occluded,
             bytemuck::cast_slice(segments),
             segments.len(),
-            mask.bits(),
+            (mask.bits(), staged),
         )
+    }
+
+    /// The chunks a pass over `scene` dispatches once each (uploading what changed).
+    fn chunk_count(&self, scene: &Scene) -> usize {
+        self.upload(scene).iter().map(|t| t.chunks.len()).sum()
     }
 
     /// Validates `rays` (as [`crate::Engine::closest_hit`] does), uploads them and binds them
@@ -679,7 +695,7 @@ impl GpuTracer {
                 Kind::ClosestHit,
                 bytemuck::cast_slice(rays),
                 rays.len(),
-                mask.bits(),
+                (mask.bits(), false),
             );
         }
         // WGSL has no infinity literal; f32::MAX bounds an unbounded ray just as well.
@@ -692,7 +708,7 @@ impl GpuTracer {
             Kind::ClosestHit,
             bytemuck::cast_slice(&rays),
             rays.len(),
-            mask.bits(),
+            (mask.bits(), false),
         )
     }
 
@@ -710,13 +726,15 @@ impl GpuTracer {
         }
     }
 
+    /// Uploads `queries` for `kind` in slices; `staged` (occlusion only) leaves room for the
+    /// runs' flags after each slice's bits.
     fn prepare(
         &self,
         scene: &Scene,
         kind: Kind,
         queries: &[u8],
         len: usize,
-        mask: u32,
+        (mask, staged): (u32, bool),
     ) -> Result<TracePass> {
         if len == 0 {
             return Ok(self.no_work(kind, 0));
@@ -727,6 +745,7 @@ impl GpuTracer {
             return Ok(self.no_work(kind, len));
         }
         let ids: Vec<u64> = chunks.iter().map(|c| c.id).collect();
+        let n = chunks.iter().map(|t| t.chunks.len()).sum::<usize>();
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let mut slices = Vec::new();
         for start in (0..len).step_by(self.max_queries.max(1)) {
@@ -735,13 +754,14 @@ impl GpuTracer {
                 Kind::Occluded => (count.div_ceil(32) * 4) as u64,
                 Kind::ClosestHit => (count * QUERY_BYTES) as u64,
             };
-            let mut slot = self.take_slot(kind.op(), (count * QUERY_BYTES) as u64, bytes);
+            let cleared = bytes + u64::from(staged) * (count.div_ceil(8) * 4) as u64;
+            let mut slot = self.take_slot(kind.op(), (count * QUERY_BYTES) as u64, cleared);
             if slot.bound != ids {
                 slot.bind_groups = self.bind_groups(&slot, &chunks);
                 slot.bound.clone_from(&ids);
             }
             let stamp = self.stamp();
-            let params = self.params_blocks(&kind, count, mask, stamp);
+            let params = self.params_blocks(&kind, count, (mask, staged.then_some(n)), stamp);
             let q = &queries[start * QUERY_BYTES..(start + count) * QUERY_BYTES];
             let from_upload = self.write_slot(kind.op(), &slot, &params, q)?;
             slices.push(Slice {
@@ -749,6 +769,7 @@ impl GpuTracer {
                 count,
                 from_upload,
                 bytes,
+                cleared,
                 stamp,
                 slot,
             });
@@ -772,17 +793,24 @@ impl GpuTracer {
     }
 
     /// The two `Params` blocks of a slice: for the first scene chunk at 0, for later chunks
-    /// at `params_stride`.
-    fn params_blocks(&self, kind: &Kind, count: usize, mask: u32, stamp: u32) -> Vec<u8> {
+    /// at `params_stride`. `staged` holds the number of chunks where the batch holds staged
+    /// segments, whose last dispatch (of at most two) then stages them (`accumulate` 2).
+    fn params_blocks(
+        &self,
+        kind: &Kind,
+        count: usize,
+        (mask, staged): (u32, Option<usize>),
+        stamp: u32,
+    ) -> Vec<u8> {
         // Bits are cleared before the first chunk, so `occluded` always accumulates.
         let first = Params {
             count: count as u32,
             mask,
-            accumulate: u32::from(matches!(kind, Kind::Occluded)),
+            accumulate: u32::from(matches!(kind, Kind::Occluded)) + u32::from(staged == Some(1)),
             stamp,
         };
         let rest = Params {
-            accumulate: 1,
+            accumulate: 1 + u32::from(staged == Some(2)),
             ..first
         };
         let mut params = vec![0u8; self.params_len() as usize];
@@ -949,8 +977,11 @@ impl GpuTracer {
                 size: wgpu::BufferSize::new(size_of::<Params>() as u64),
             })
         };
+        // The movable tier first: staged segments skip work only in the last dispatch, best
+        // spent on the static tier, which holds the most.
         tiers
             .iter()
+            .rev()
             .flat_map(|t| t.chunks.iter())
             .enumerate()
             .map(|(i, c)| {
@@ -1313,7 +1344,7 @@ impl TracePass {
                 encoder.copy_buffer_to_buffer(&s.slot.upload, params, &s.slot.queries, 0, queries);
             }
             if matches!(self.kind, Kind::Occluded) {
-                encoder.clear_buffer(&s.slot.output, 0, Some(s.bytes));
+                encoder.clear_buffer(&s.slot.output, 0, Some(s.cleared));
             }
             {
                 let mut cpass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {

@@ -74,7 +74,8 @@ impl ByMask {
                 segs.iter()
                     .enumerate()
                     .filter(|(_, s)| s.1 == m)
-                    .map(|(i, s)| (i, s.0))
+                    // A run of mixed masks would break apart here: the batches go plain.
+                    .map(|(i, s)| (i, s.0.unstaged()))
                     .unzip()
             })
             .collect();
@@ -127,8 +128,9 @@ fn one_mask(segs: &[(Segment, Mask)]) -> Option<Mask> {
 
 /// [`occluded_masked`] of segments tagged with the eye each starts from (`eye[i] < eyes`),
 /// traced eye by eye: segments that share a start then run together, which the CPU backend
-/// traces in packets (and a GPU's neighbouring threads walk alike). Answers in the given
-/// order.
+/// traces in packets (and a GPU's neighbouring threads walk alike). Staged segments
+/// ([`Segment::staged`]) come after the others, in their own order, so their runs stay
+/// whole. Answers in the given order.
 pub(crate) fn occluded_by_eye(
     engine: &Engine,
     scene: &Scene,
@@ -137,17 +139,24 @@ pub(crate) fn occluded_by_eye(
     eyes: usize,
 ) -> Result<Vec<bool>> {
     debug_assert_eq!(segs.len(), eye.len());
+    let plain = |i: &usize| segs[*i].0.stage().is_none();
     let mut at = vec![0usize; eyes + 1];
-    for &e in eye {
+    for (_, &e) in eye.iter().enumerate().filter(|(i, _)| plain(i)) {
         at[e as usize + 1] += 1;
     }
     for k in 0..eyes {
         at[k + 1] += at[k];
     }
     let mut order = vec![0usize; segs.len()];
+    let mut staged = at[eyes];
     for (i, &e) in eye.iter().enumerate() {
-        order[at[e as usize]] = i;
-        at[e as usize] += 1;
+        let slot = if plain(&i) {
+            &mut at[e as usize]
+        } else {
+            &mut staged
+        };
+        order[*slot] = i;
+        *slot += 1;
     }
     let grouped: Vec<(Segment, Mask)> = order.iter().map(|&i| segs[i]).collect();
     let bits = occluded_masked(engine, scene, &grouped)?;

@@ -13,11 +13,16 @@ use glam::Vec3;
 /// Occlusion counts a hit strictly between the ends (`0 < t < 1`); a segment whose end lies on a
 /// surface is not blocked by that surface at exactly `t = 1`, but rounding can put the hit just
 /// inside, so lift end points off surfaces by a few millimetres.
+///
+/// A segment may be staged within a run of consecutive segments ([`Segment::staged`]): see
+/// [`crate::Engine::occluded`] for what staging lets a backend skip.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct Segment {
     pub start: [f32; 3],
-    _pad0: u32,
+    /// 0: not staged; else the segments of its run before it (bits 2 and up) and its stage
+    /// plus one (bits 0 and 1).
+    stage: u32,
     pub end: [f32; 3],
     _pad1: u32,
 }
@@ -87,10 +92,34 @@ impl Segment {
     pub fn new(start: Vec3, end: Vec3) -> Segment {
         Segment {
             start: start.into(),
-            _pad0: 0,
+            stage: 0,
             end: end.into(),
             _pad1: 0,
         }
+    }
+
+    /// This segment as one of a staged run: `lead` segments of its run come right before it
+    /// in the batch (0 for the run's first), and it belongs to stage `stage` (0, 1 or 2). A
+    /// `lead` of 2^30 or more or a stage above 2 makes the batch fail validation.
+    #[must_use]
+    pub fn staged(self, lead: u32, stage: u32) -> Segment {
+        let tag = match lead < MAX_RUN && stage <= 2 {
+            true => (lead << 2) | (stage + 1),
+            false => BAD_STAGE,
+        };
+        Segment { stage: tag, ..self }
+    }
+
+    /// `(lead, stage)` of a staged segment ([`Segment::staged`]), `None` for a plain one.
+    #[must_use]
+    pub fn stage(&self) -> Option<(u32, u32)> {
+        (self.stage & 3 != 0).then(|| (self.stage >> 2, (self.stage & 3) - 1))
+    }
+
+    /// The segment without its stage.
+    #[must_use]
+    pub fn unstaged(self) -> Segment {
+        Segment { stage: 0, ..self }
     }
     #[must_use]
     pub fn start(&self) -> Vec3 {
@@ -187,6 +216,7 @@ pub(crate) fn in_range(p: Vec3) -> bool {
 /// Rejects NaN/Inf end points and coordinates beyond [`crate::limits::MAX_COORDINATE`] before
 /// anything reaches a kernel. A zero-length segment is valid and blocked by nothing.
 pub fn validate_segments(segments: &[Segment]) -> crate::Result<()> {
+    validate_stages(segments)?;
     for (index, s) in segments.iter().enumerate() {
         let what = if !(s.start().is_finite() && s.end().is_finite()) {
             "a NaN or infinite segment end point"
@@ -196,6 +226,39 @@ pub fn validate_segments(segments: &[Segment]) -> crate::Result<()> {
             continue;
         };
         return Err(crate::Error::NonFiniteQuery { index, what });
+    }
+    Ok(())
+}
+
+/// Longest staged run [`Segment::staged`] encodes.
+const MAX_RUN: u32 = 1 << 30;
+/// The stage word of a segment staged with values out of range.
+const BAD_STAGE: u32 = !3;
+
+/// Rejects stages out of range and runs that are not consecutive: a staged segment's run
+/// must start at a segment of lead 0 within the batch, and each of its others must follow a
+/// segment of the run with a lead one less.
+fn validate_stages(segments: &[Segment]) -> crate::Result<()> {
+    let mut prev: Option<u32> = None;
+    for (index, s) in segments.iter().enumerate() {
+        let this = match (s.stage, s.stage()) {
+            (0, _) => None,
+            (_, None) => {
+                return Err(crate::Error::InvalidInput(format!(
+                    "segment {index} is staged with a stage above 2 or a lead of 2^30 or \
+                     more; stage runs as 0, 1 or 2 and split longer runs"
+                )))
+            }
+            (_, Some((lead, _))) => Some(lead),
+        };
+        if let Some(lead) = this.filter(|&l| l > 0 && prev != Some(l - 1)) {
+            return Err(crate::Error::InvalidInput(format!(
+                "segment {index} is staged {lead} into its run but does not follow the run's \
+                 segment {}; keep a run's segments consecutive, leads counting up from 0",
+                lead - 1
+            )));
+        }
+        prev = this;
     }
     Ok(())
 }

@@ -390,7 +390,8 @@ impl Job {
 
     /// Adds the body segments request `a` asks for (the postures that fit): on the CPU the
     /// prone body's ends, then its rest, then crouching and standing; every posture at once
-    /// where `full`.
+    /// where `full`, staged by posture in one run ([`Segment::staged`]): a posture counts
+    /// only where every lower one hides, so the GPU may stop at a run's first seen point.
     fn push_bodies(
         &mut self,
         a: &Ask,
@@ -410,6 +411,7 @@ impl Job {
             (VIS_PRONE, _) => &UPPER,
             _ => &[],
         };
+        let run = self.segs.len();
         for &(posture, part) in wanted.iter().filter(|w| w.0 <= top) {
             let s0 = self.segs.len();
             for (k, &o) in q.observers.iter().enumerate() {
@@ -426,6 +428,11 @@ impl Job {
                 self.segs
                     .extend(kept.map(|(_, &t)| (Segment::new(o, t), mask)));
                 self.eye.resize(self.segs.len(), eye0 + k as u32);
+            }
+            if a.full {
+                for (i, s) in self.segs[s0..].iter_mut().enumerate() {
+                    s.0 = s.0.staged((s0 - run + i) as u32, posture as u32);
+                }
             }
             out.push((posture, s0, self.segs.len()));
         }
