@@ -658,13 +658,6 @@ impl GpuTracer {
     ) -> Result<TracePass> {
         crate::trace::validate_segments(segments)?;
         let staged = segments.iter().any(|s| s.stage().is_some());
-        // Staging skips a segment once its run is answered, which holds only in the last
-        // dispatch: the params blocks tell the first chunk from the rest, so beyond two
-        // chunks the segments go plain.
-        if staged && self.chunk_count(scene) > 2 {
-            let plain: Vec<Segment> = segments.iter().map(|s| s.unstaged()).collect();
-            return self.prepare_occluded(scene, &plain, mask);
-        }
         self.prepare(
             scene,
             Kind::Occluded,
@@ -672,11 +665,6 @@ impl GpuTracer {
             segments.len(),
             (mask.bits(), staged),
         )
-    }
-
-    /// The chunks a pass over `scene` dispatches once each (uploading what changed).
-    fn chunk_count(&self, scene: &Scene) -> usize {
-        self.upload(scene).iter().map(|t| t.chunks.len()).sum()
     }
 
     /// Validates `rays` (as [`crate::Engine::closest_hit`] does), uploads them and binds them
@@ -746,6 +734,20 @@ impl GpuTracer {
         }
         let ids: Vec<u64> = chunks.iter().map(|c| c.id).collect();
         let n = chunks.iter().map(|t| t.chunks.len()).sum::<usize>();
+        // Staging skips a segment once its run is answered, which holds only in the last
+        // dispatch: the params blocks tell the first chunk from the rest, so beyond two
+        // chunks the segments go plain.
+        let plain: Vec<Segment>;
+        let (queries, staged) = match staged && n > 2 {
+            true => {
+                plain = bytemuck::pod_collect_to_vec::<u8, Segment>(queries)
+                    .into_iter()
+                    .map(Segment::unstaged)
+                    .collect();
+                (bytemuck::cast_slice::<Segment, u8>(&plain), false)
+            }
+            false => (queries, staged),
+        };
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let mut slices = Vec::new();
         for start in (0..len).step_by(self.max_queries.max(1)) {
