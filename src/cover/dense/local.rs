@@ -2,7 +2,7 @@
 //! visibility, Dijkstra state): ground and fit from the walk surface, visibility from the
 //! batch's shared cache and from the waves.
 
-use super::queue::RadixHeap;
+use super::queue::BucketQueue;
 use super::shared::{cell_key, Ask, BlockHint, Shared, VisKey, Wave, START_KEY};
 use super::surface::{Floor, Surface, Window};
 use super::{DenseAnswer, DenseChoice, DenseParams, DenseQuery, Explored};
@@ -145,7 +145,7 @@ pub(super) struct Local {
     pending: Vec<u32>,
     /// Cells a wave left short of an answer, whose next stage the next wave carries.
     unsettled: Vec<u32>,
-    heap: RadixHeap,
+    heap: BucketQueue,
     candidates: Vec<(u32, Posture)>,
     turned_down: Vec<u32>,
     pub phase: Phase,
@@ -230,7 +230,7 @@ impl Local {
             block: None,
             pending: Vec::new(),
             unsettled: Vec::new(),
-            heap: RadixHeap::default(),
+            heap: BucketQueue::new(key(p.cell * std::f32::consts::SQRT_2) + 1),
             candidates: Vec::new(),
             turned_down: Vec::new(),
             phase: Phase::Searching,
@@ -294,20 +294,31 @@ impl Local {
         c.distance_squared(Vec2::new(self.agent.x, self.agent.z)) <= p.radius * p.radius
     }
 
-    /// Whether the agent can enter cell `idx` (`(i, j)`) from a cell at `from_y`: what fits
-    /// there (`1 + posture`), or `None`. The cell's floor is the one within a step of `from_y`
+    /// Whether the agent can enter cell `idx` from a cell at `from_y`: what fits there
+    /// (`1 + posture`), or `None`. The cell's floor is the one within a step of `from_y`
     /// nearest to it; it is fixed when the search first reaches the cell (its first path
     /// length), so looking ahead never changes which floor that is.
-    fn enter(&mut self, idx: u32, (i, j): (i32, i32), from_y: f32, p: &DenseParams) -> Option<u8> {
-        let k = idx as usize;
-        let near = |y: f32| (y - from_y).abs() <= p.step_height;
-        if self.cells[k].closed() || self.cells[k].g.is_finite() {
-            return (near(self.cells[k].ground) && self.cells[k].fit > 0)
-                .then_some(self.cells[k].fit);
+    #[inline(always)]
+    fn enter(&mut self, idx: u32, from_y: f32, p: &DenseParams) -> Option<u8> {
+        let c = self.cells[idx as usize];
+        if c.closed() || c.g.is_finite() {
+            return ((c.ground - from_y).abs() <= p.step_height && c.fit > 0).then_some(c.fit);
         }
-        if !self.in_radius(i, j, p) {
+        self.enter_unreached(idx, from_y, p)
+    }
+
+    /// [`Local::enter`] for a cell no path has reached yet: its floor from the walk surface.
+    /// Only cells one cell or more inside the square's edge are entered (the radius keeps
+    /// them there anyway), so every neighbour of an entered cell lies in the square.
+    #[inline(never)]
+    fn enter_unreached(&mut self, idx: u32, from_y: f32, p: &DenseParams) -> Option<u8> {
+        let (i, j) = self.cell_of(idx);
+        let (x, z) = (i - self.i0, j - self.j0);
+        let inside = x >= 1 && z >= 1 && x < self.side - 1 && z < self.side - 1;
+        if !inside || !self.in_radius(i, j, p) {
             return None;
         }
+        let k = idx as usize;
         let best = floor_near(self.window.floors(i, j), from_y, p.step_height)?;
         if self.cells[k].ground.to_bits() != best.y.to_bits() {
             self.cells[k].ground = best.y;
@@ -315,6 +326,13 @@ impl Local {
             self.cells[k].vis = VIS_UNKNOWN;
         }
         (best.fit > 0).then_some(best.fit)
+    }
+
+    /// The neighbour of `u` one step `NEIGHBOURS[step]` away; `u` must be the start or an
+    /// entered cell, whose neighbours all lie in the square.
+    fn neighbour(&self, u: u32, step: usize) -> u32 {
+        let (di, dj) = NEIGHBOURS[step];
+        u.wrapping_add_signed(di + dj * self.side)
     }
 
     /// The visibility cache key of `idx`: its cell, ground and observer group; the agent's own
@@ -441,17 +459,14 @@ impl Local {
             if !self.walks_on(u) {
                 continue;
             }
-            let (i, j) = self.cell_of(u);
             let y = self.cells[u as usize].ground;
-            for (di, dj) in &NEIGHBOURS[..4] {
-                let Some(v) = self.index(i + di, j + dj) else {
-                    continue;
-                };
+            for step in 0..4 {
+                let v = self.neighbour(u, step);
                 if self.stamps[v as usize] == self.round {
                     continue;
                 }
                 self.stamps[v as usize] = self.round;
-                if self.enter(v, (i + di, j + dj), y, p).is_some() {
+                if self.enter(v, y, p).is_some() {
                     self.cells[v as usize].hint = self.hint_from(u);
                     queue.push_back(v);
                 }
@@ -565,29 +580,23 @@ impl Local {
     /// visibility as it first reaches it. A diagonal step needs both cells beside it; a
     /// diagonal cell is not looked at where one of them is not enterable or it is closed.
     fn relax(&mut self, u: u32, p: &DenseParams, shared: &Shared, wave: &mut Wave) {
-        let (i, j) = self.cell_of(u);
         let (y, g) = (self.cells[u as usize].ground, self.cells[u as usize].g);
         let mut beside = [None; 4];
-        for (n, (di, dj)) in NEIGHBOURS[..4].iter().enumerate() {
-            let at = (i + di, j + dj);
-            beside[n] = self
-                .index(at.0, at.1)
-                .filter(|&v| self.enter(v, at, y, p).is_some());
+        for (step, b) in beside.iter_mut().enumerate() {
+            let v = self.neighbour(u, step);
+            *b = self.enter(v, y, p).map(|_| v);
         }
         for (step, v) in beside.into_iter().enumerate() {
             if let Some(v) = v {
                 self.reach(u, (v, step), g + p.cell, shared, wave);
             }
         }
-        for (k, (&(di, dj), &(a, b))) in NEIGHBOURS[4..].iter().zip(&DIAGONAL_SIDES).enumerate() {
+        for (k, &(a, b)) in DIAGONAL_SIDES.iter().enumerate() {
             if beside[a].is_none() || beside[b].is_none() {
                 continue;
             }
-            let at = (i + di, j + dj);
-            let Some(v) = self.index(at.0, at.1) else {
-                continue;
-            };
-            if !self.cells[v as usize].closed() && self.enter(v, at, y, p).is_some() {
+            let v = self.neighbour(u, 4 + k);
+            if !self.cells[v as usize].closed() && self.enter(v, y, p).is_some() {
                 let ng = g + p.cell * std::f32::consts::SQRT_2;
                 self.reach(u, (v, 4 + k), ng, shared, wave);
             }
@@ -596,6 +605,7 @@ impl Local {
 
     /// A step from `u` (`NEIGHBOURS[step]`) reaches `v` with path length `ng`: kept where
     /// shorter.
+    #[inline(always)]
     fn reach(
         &mut self,
         u: u32,

@@ -1,79 +1,100 @@
-//! The search's open list: a monotone radix heap (Ahuja, Mehlhorn, Orlin and Tarjan) over
-//! integer path lengths. Dijkstra never pushes a key below the last one taken, so a key sits
-//! in the bucket of the highest bit where it differs from that one, and taking the smallest
-//! redistributes one bucket: no comparisons per level as in a binary heap.
-
-/// Keys per bucket: bucket 0 holds keys equal to `last`, bucket `b` those whose highest bit
-/// differing from `last` is bit `b - 1`.
-const BUCKETS: usize = 33;
+//! The search's open list: a bucket queue over integer path lengths. Dijkstra never pushes a
+//! key below the last one taken, nor more than one step above it, so the open keys span less
+//! than a ring of buckets: a push files its entry in its key's bucket without comparing, and
+//! taking the smallest sorts one small bucket when it comes up.
 
 #[derive(Clone)]
-pub(super) struct RadixHeap {
-    last: u32,
-    len: usize,
-    buckets: [Vec<(u32, u32)>; BUCKETS],
+pub(super) struct BucketQueue {
+    /// Keys per bucket, as a power of two.
+    shift: u32,
+    /// The bucket being taken from (`key >> shift`), sorted largest key first.
+    at: u32,
+    current: Vec<(u32, u32)>,
+    /// Later buckets, by `(key >> shift) % ring.len()`; the length is a power of two.
+    ring: Vec<Vec<(u32, u32)>>,
+    /// Entries in `ring` (not counting `current`).
+    held: usize,
 }
 
-impl Default for RadixHeap {
-    fn default() -> Self {
-        RadixHeap {
-            last: 0,
-            len: 0,
-            buckets: std::array::from_fn(|_| Vec::new()),
+impl BucketQueue {
+    /// An empty queue for keys pushed at most `span` above the last one taken.
+    pub fn new(span: u32) -> BucketQueue {
+        // About 32 buckets per span: a few entries each on a search's ring of open cells.
+        let shift = (span / 32).max(1).ilog2();
+        let buckets = ((span >> shift) as usize + 2).next_power_of_two();
+        BucketQueue {
+            shift,
+            at: 0,
+            current: Vec::new(),
+            ring: vec![Vec::new(); buckets],
+            held: 0,
         }
     }
-}
 
-fn bucket(key: u32, last: u32) -> usize {
-    (u32::BITS - (key ^ last).leading_zeros()) as usize
-}
-
-impl RadixHeap {
     /// Adds `node` at `key`, which must not be below the last key taken.
     pub fn push(&mut self, key: u32, node: u32) {
-        debug_assert!(key >= self.last, "radix heap: {key} below {}", self.last);
-        self.buckets[bucket(key, self.last)].push((key, node));
-        self.len += 1;
+        let b = key >> self.shift;
+        if b <= self.at {
+            // The bucket being taken from (keys at or above the last one taken): in place,
+            // before the equal keys held (of equal keys, the one pushed last comes first).
+            let at = self.current.partition_point(|e| e.0 > key);
+            let at = at + self.current[at..].iter().take_while(|e| e.0 == key).count();
+            self.current.insert(at, (key, node));
+            return;
+        }
+        if (b - self.at) as usize >= self.ring.len() {
+            self.widen(b - self.at);
+        }
+        let n = self.ring.len();
+        self.ring[b as usize & (n - 1)].push((key, node));
+        self.held += 1;
     }
 
     /// The entry with the smallest key (of equal keys, the one pushed last), without taking it.
     pub fn peek(&mut self) -> Option<(u32, u32)> {
         self.refill();
-        self.buckets[0].last().copied()
+        self.current.last().copied()
     }
 
-    /// Takes the entry [`RadixHeap::peek`] names.
+    /// Takes the entry [`BucketQueue::peek`] names.
     pub fn pop(&mut self) -> Option<(u32, u32)> {
         self.refill();
-        let top = self.buckets[0].pop();
-        self.len -= usize::from(top.is_some());
-        top
+        self.current.pop()
     }
 
     /// Every entry held, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = &(u32, u32)> {
-        self.buckets.iter().flatten()
+        self.current.iter().chain(self.ring.iter().flatten())
     }
 
-    /// Makes bucket 0 hold the smallest key, when any is held: the first non-empty bucket's
-    /// smallest key becomes `last` and that bucket's entries move down.
+    /// Makes `current` hold the next bucket with entries, sorted, once it is empty.
     fn refill(&mut self) {
-        if !self.buckets[0].is_empty() || self.len == 0 {
+        if !self.current.is_empty() || self.held == 0 {
             return;
         }
-        let b = (1..BUCKETS)
-            .find(|&b| !self.buckets[b].is_empty())
-            .expect("a non-empty heap has a non-empty bucket");
-        let moved = std::mem::take(&mut self.buckets[b]);
-        self.last = moved.iter().map(|e| e.0).min().expect("non-empty bucket");
-        for &(k, n) in &moved {
-            self.buckets[bucket(k, self.last)].push((k, n));
+        let n = self.ring.len();
+        loop {
+            self.at += 1;
+            let b = &mut self.ring[self.at as usize & (n - 1)];
+            if !b.is_empty() {
+                std::mem::swap(&mut self.current, b);
+                break;
+            }
         }
-        // Every entry went to a lower bucket (they all share bit `b - 1` with the new `last`);
-        // keep the allocation for the next time this bucket fills.
-        let mut moved = moved;
-        moved.clear();
-        self.buckets[b] = moved;
+        self.held -= self.current.len();
+        // Stable: equal keys stay in push order, so the one pushed last is taken first.
+        self.current.sort_by(|a, b| b.0.cmp(&a.0));
+    }
+
+    /// Grows the ring to hold keys `ahead` buckets past the one being taken from (a push
+    /// further ahead than the span given to [`BucketQueue::new`]).
+    fn widen(&mut self, ahead: u32) {
+        let n = (ahead as usize + 1).next_power_of_two();
+        let mut ring = vec![Vec::new(); n];
+        for e in self.ring.drain(..).flatten() {
+            ring[(e.0 >> self.shift) as usize & (n - 1)].push(e);
+        }
+        self.ring = ring;
     }
 }
 
@@ -84,33 +105,38 @@ mod tests {
     use std::collections::BinaryHeap;
 
     /// A Dijkstra-like workload (each push at or above the last key taken, peeks between)
-    /// takes keys in the order a binary heap does.
+    /// takes entries in the order a binary heap ordered by key, then latest push, does:
+    /// ties included, with pushes past the span and into the bucket being taken from.
     #[test]
-    fn takes_keys_in_order_like_a_binary_heap() {
-        let mut rng = crate::trace::SplitMix64(11);
-        let mut radix = RadixHeap::default();
-        let mut reference = BinaryHeap::new();
-        let mut last = 0u32;
-        for round in 0..200_000u32 {
-            if !rng.next_u64().is_multiple_of(3) || reference.is_empty() {
-                let key = last + (rng.next_u64() % 40_000) as u32;
-                radix.push(key, round);
-                reference.push(Reverse(key));
-            } else {
-                let peeked = radix.peek().map(|e| e.0);
-                let got = radix.pop().map(|e| e.0);
-                assert_eq!(peeked, got);
-                assert_eq!(got, reference.pop().map(|r| r.0));
-                last = got.unwrap();
+    fn takes_entries_in_key_then_latest_push_order() {
+        for (span, reach) in [(3536u32, 3600u32), (40_000, 40_000), (64, 5000), (1, 3)] {
+            let mut rng = crate::trace::SplitMix64(11 + u64::from(span));
+            let mut queue = BucketQueue::new(span);
+            let mut reference = BinaryHeap::new();
+            let mut last = 0u32;
+            for round in 0..100_000u32 {
+                if !rng.next_u64().is_multiple_of(3) || reference.is_empty() {
+                    // Many equal keys: ties must come out latest push first.
+                    let key = last + (rng.next_u64() % u64::from(reach)) as u32 / 7 * 7;
+                    queue.push(key, round);
+                    reference.push((Reverse(key), round));
+                } else {
+                    let peeked = queue.peek();
+                    let got = queue.pop();
+                    assert_eq!(peeked, got);
+                    let want = reference.pop().map(|(Reverse(k), n)| (k, n));
+                    assert_eq!(got, want, "span {span}");
+                    last = got.unwrap().0;
+                }
+                if round % 1000 == 0 {
+                    assert_eq!(queue.iter().count(), reference.len());
+                }
             }
-            if round % 1000 == 0 {
-                assert_eq!(radix.iter().count(), reference.len());
+            while let Some((Reverse(k), n)) = reference.pop() {
+                assert_eq!(queue.pop(), Some((k, n)));
             }
+            assert_eq!(queue.pop(), None);
+            assert_eq!(queue.peek(), None);
         }
-        while let Some(Reverse(k)) = reference.pop() {
-            assert_eq!(radix.pop().map(|e| e.0), Some(k));
-        }
-        assert_eq!(radix.pop(), None);
-        assert_eq!(radix.peek(), None);
     }
 }
