@@ -230,7 +230,7 @@ impl Local {
             block: None,
             pending: Vec::new(),
             unsettled: Vec::new(),
-            heap: BucketQueue::new(key(p.cell * std::f32::consts::SQRT_2) + 1),
+            heap: BucketQueue::new(key(p.cell * std::f32::consts::SQRT_2).saturating_add(1)),
             candidates: Vec::new(),
             turned_down: Vec::new(),
             phase: Phase::Searching,
