@@ -83,7 +83,7 @@ impl BucketQueue {
         }
         self.held -= self.current.len();
         // Stable: equal keys stay in push order, so the one pushed last is taken first.
-        self.current.sort_by(|a, b| b.0.cmp(&a.0));
+        self.current.sort_by_key(|e| std::cmp::Reverse(e.0));
     }
 
     /// Grows the ring to hold keys `ahead` buckets past the one being taken from (a push
