@@ -37,8 +37,7 @@ impl BucketQueue {
         if b <= self.at {
             // The bucket being taken from (keys at or above the last one taken): in place,
             // before the equal keys held (of equal keys, the one pushed last comes first).
-            let at = self.current.partition_point(|e| e.0 > key);
-            let at = at + self.current[at..].iter().take_while(|e| e.0 == key).count();
+            let at = self.current.partition_point(|e| e.0 >= key);
             self.current.insert(at, (key, node));
             return;
         }
