@@ -217,6 +217,12 @@ pub(crate) fn in_range(p: Vec3) -> bool {
 /// anything reaches a kernel. A zero-length segment is valid and blocked by nothing.
 pub fn validate_segments(segments: &[Segment]) -> crate::Result<()> {
     validate_stages(segments)?;
+    // Every coordinate compared at once (false for NaN and infinities too); the loop below
+    // names the first bad segment only where one is there.
+    let within = |p: &[f32; 3]| p.iter().all(|v| v.abs() <= crate::limits::MAX_COORDINATE);
+    if segments.iter().all(|s| within(&s.start) & within(&s.end)) {
+        return Ok(());
+    }
     for (index, s) in segments.iter().enumerate() {
         let what = if !(s.start().is_finite() && s.end().is_finite()) {
             "a NaN or infinite segment end point"
