@@ -370,6 +370,13 @@ impl Driver<'_> {
     /// Runs every search as far as what is known allows, in parallel; what they ask for goes
     /// into `wave` in query order.
     fn run_all(&self, states: &mut [Local], wave: &mut Wave) {
+        if let ([s], true) = (&mut *states, wave.is_empty()) {
+            // One search (a query alone) into an empty wave: no threads to wake, and its
+            // requests go straight into `wave`, whose lists keep their room from the last
+            // one. (A wave holding others' requests merges, which drops repeats.)
+            run(s, self.params, &self.shared, &self.verdicts, wave);
+            return;
+        }
         let asked: Vec<Wave> = states
             .par_iter_mut()
             .map(|s| {
@@ -427,8 +434,9 @@ impl Driver<'_> {
     /// Runs the searches as far as the verdicts known allow, tracing what they ask for in
     /// waves.
     fn search(&mut self, states: &mut [Local]) -> Result<()> {
+        let mut wave = Wave::default();
         loop {
-            let mut wave = Wave::default();
+            wave.clear();
             self.run_all(states, &mut wave);
             if wave.is_empty() {
                 return Ok(());

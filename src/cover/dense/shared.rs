@@ -264,6 +264,13 @@ impl Wave {
         self.vis.is_empty()
     }
 
+    /// Empties the wave, keeping the room its lists have.
+    pub fn clear(&mut self) {
+        self.vis.clear();
+        self.seen.clear();
+        self.unseen = 0;
+    }
+
     /// Adds another wave's requests that this one does not hold yet.
     pub fn absorb(&mut self, other: Wave) {
         if self.vis.is_empty() {
