@@ -185,52 +185,12 @@ fn eye_order(segs: &[(Segment, Mask)], eye: &[u32], eyes: usize) -> Vec<usize> {
         }
     }
     for w in starts.windows(2) {
-        sort_by_upper_half(&mut keyed[w[0]..w[1]]);
+        keyed[w[0]..w[1]].sort_unstable();
     }
     // A batch has far fewer than 2^32 segments (each is 32 bytes), so the index fits.
     debug_assert!(u32::try_from(segs.len()).is_ok());
     let index = |k: u64| (k & u64::from(u32::MAX)) as usize;
     keyed.into_iter().map(index).chain(staged).collect()
-}
-
-/// Sorts `keys` by their upper 32 bits (Z-order keys, above indices), a byte at a time from
-/// the lowest (a radix sort: linear in a batch's thousands of segments), skipping bytes every
-/// key shares. Short slices sort plainly.
-fn sort_by_upper_half(keys: &mut [u64]) {
-    if keys.len() <= 256 {
-        keys.sort_unstable();
-        return;
-    }
-    let mut other = vec![0u64; keys.len()];
-    let mut in_keys = true;
-    for shift in (32..64).step_by(8) {
-        let digit = |k: u64| (k >> shift) as u8 as usize;
-        let (from, to) = if in_keys {
-            (&*keys, &mut other[..])
-        } else {
-            (&*other, &mut keys[..])
-        };
-        // Where each digit's keys start.
-        let mut at = [0usize; 257];
-        for &k in from {
-            at[digit(k) + 1] += 1;
-        }
-        if at.contains(&from.len()) {
-            continue;
-        }
-        for d in 0..256 {
-            at[d + 1] += at[d];
-        }
-        for &k in from {
-            let d = digit(k);
-            to[at[d]] = k;
-            at[d] += 1;
-        }
-        in_keys = !in_keys;
-    }
-    if !in_keys {
-        keys.copy_from_slice(&other);
-    }
 }
 
 /// The Z-order (Morton) key of a point's quarter-metre ground cell (x, z), wrapping every
@@ -404,31 +364,6 @@ mod tests {
     use super::*;
     use crate::scene::procedural;
     use crate::trace::SplitMix64;
-
-    /// The radix sort orders by the upper half and keeps each key, short and long slices.
-    #[test]
-    fn radix_sort_orders_by_the_upper_half() {
-        let mut rng = SplitMix64(5);
-        for n in [0, 1, 50, 257, 1000, 20_000] {
-            // Keys sharing their top bytes (one area), and keys anywhere.
-            for spread in [0x3ffu64, u64::from(u32::MAX)] {
-                let keys: Vec<u64> = (0..n)
-                    .map(|i| ((rng.next_u64() & spread) << 32) | i as u64)
-                    .collect();
-                let mut sorted = keys.clone();
-                sort_by_upper_half(&mut sorted);
-                let mut want = keys;
-                want.sort_by_key(|k| k >> 32);
-                assert_eq!(sorted.len(), want.len());
-                assert!(sorted.windows(2).all(|w| w[0] >> 32 <= w[1] >> 32), "n {n}");
-                let mut a = sorted.clone();
-                a.sort_unstable();
-                let mut b = want;
-                b.sort_unstable();
-                assert_eq!(a, b, "n {n}: the same keys");
-            }
-        }
-    }
 
     /// Segments from several eyes, shuffled, with staged runs among them: traced eye by eye
     /// in Z-order, each answer is the one the batch traced in its given order gets.
