@@ -210,17 +210,22 @@ impl Occlusion {
 
 /// True when every coordinate is finite and within [`crate::limits::MAX_COORDINATE`].
 pub(crate) fn in_range(p: Vec3) -> bool {
-    p.is_finite() && p.abs().max_element() <= crate::limits::MAX_COORDINATE
+    // Every coordinate compared at once: false for NaN and infinities too.
+    p.abs()
+        .cmple(Vec3::splat(crate::limits::MAX_COORDINATE))
+        .all()
 }
 
 /// Rejects NaN/Inf end points and coordinates beyond [`crate::limits::MAX_COORDINATE`] before
 /// anything reaches a kernel. A zero-length segment is valid and blocked by nothing.
 pub fn validate_segments(segments: &[Segment]) -> crate::Result<()> {
     validate_stages(segments)?;
-    // Every coordinate compared at once (false for NaN and infinities too); the loop below
-    // names the first bad segment only where one is there.
-    let within = |p: &[f32; 3]| p.iter().all(|v| v.abs() <= crate::limits::MAX_COORDINATE);
-    if segments.iter().all(|s| within(&s.start) & within(&s.end)) {
+    // One pass over the plain check; the loop below names the first bad segment only where
+    // there is one.
+    if segments
+        .iter()
+        .all(|s| in_range(s.start()) & in_range(s.end()))
+    {
         return Ok(());
     }
     for (index, s) in segments.iter().enumerate() {
