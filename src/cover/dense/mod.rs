@@ -625,7 +625,7 @@ fn validate_params(p: &DenseParams) -> Result<()> {
     let positive = |x: f32| x.is_finite() && x > 0.0;
     if !(positive(p.cell) && positive(p.radius) && positive(p.band)) {
         return bad(format!(
-            "cell {}, radius {} and band {} must be positive metres (defaults 0.25, 20, 1)",
+            "cell {}, radius {} and band {} must be positive metres (defaults 0.25, 20, 0.25)",
             p.cell, p.radius, p.band
         ));
     }
