@@ -393,7 +393,7 @@ fn report_dense(
             .unwrap()
             .remove(0);
         let took = ms(t.elapsed());
-        cells += a.explored.len();
+        cells += a.explored_cells;
         rays += a.rays;
         if a.choice.is_some() {
             found.push(took)

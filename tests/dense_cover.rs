@@ -144,7 +144,9 @@ fn standing_under_a_bridge_deck_is_neither_hidden_nor_possible() {
     )
     .unwrap();
     assert!(e[0][0] > 0.8, "the body is {}% exposed", e[0][0] * 100.0);
-    let answer = nearest_cover(
+    // The simple call answers as the search with its defaults; the cells it closed are kept
+    // when asked for, and counted either way.
+    let simple = nearest_cover(
         &engine,
         &scene,
         Vec3::new(-1.0, 0.0, 0.5),
@@ -152,6 +154,22 @@ fn standing_under_a_bridge_deck_is_neither_hidden_nor_possible() {
         Mask::FIRE,
     )
     .unwrap();
+    let query = DenseQuery {
+        agent: Agent::soldier(Vec3::new(-1.0, 0.0, 0.5)),
+        observers: vec![observer],
+        mask: Mask::FIRE,
+    };
+    let params = DenseParams {
+        explored: true,
+        ..DenseParams::standard()
+    };
+    let answer = find_cover(&engine, &scene, &[query], &params)
+        .unwrap()
+        .remove(0);
+    assert!(simple.explored.is_empty());
+    assert_eq!(simple.explored_cells, answer.explored.len());
+    assert_eq!(answer.explored_cells, answer.explored.len());
+    assert_eq!((&simple.choice, simple.rays), (&answer.choice, answer.rays));
     let under = |p: Vec3| p.x.abs() < 3.0 && p.z.abs() < 3.0;
     assert!(answer.explored.iter().any(|e| under(e.position)));
     for e in answer.explored.iter().filter(|e| under(e.position)) {

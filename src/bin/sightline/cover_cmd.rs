@@ -145,7 +145,7 @@ fn rejected_json(r: &[Rejection]) -> Vec<serde_json::Value> {
 /// One dense answer as JSON: the agent, the choice (or null), rejections, cells and rays.
 fn answer_json(agent: Vec3, a: &DenseAnswer) -> serde_json::Value {
     let choice = a.choice.as_ref().map(|c| json!({"position": v(c.position), "posture": c.posture.name(), "path": c.path.iter().map(|&q| v(q)).collect::<Vec<_>>(), "path_length": c.path_length, "exposure": c.exposure, "intervis_exposed": c.intervis_exposed, "decided_by": c.decided_by.name()}));
-    json!({"agent": v(agent), "choice": choice, "rejected": rejected_json(&a.rejected), "explored_cells": a.explored.len(), "rays": a.rays})
+    json!({"agent": v(agent), "choice": choice, "rejected": rejected_json(&a.rejected), "explored_cells": a.explored_cells, "rays": a.rays})
 }
 
 /// `sightline cover --agents FILE`: every agent of the file against the same observers in one
@@ -291,14 +291,14 @@ fn print_dense(a: &DenseAnswer, radius: f32, secs: f64) {
             c.posture.name(),
             c.decided_by.name(),
             c.path,
-            a.explored.len(),
+            a.explored_cells,
             a.rays,
             a.rejected.len(),
             secs * 1e3
         ),
         None => println!(
             "no reachable cover within {radius} m ({} cells searched, {} rays, {} rejected, {:.2} ms)",
-            a.explored.len(),
+            a.explored_cells,
             a.rays,
             a.rejected.len(),
             secs * 1e3
@@ -310,6 +310,8 @@ fn print_dense(a: &DenseAnswer, radius: f32, secs: f64) {
 fn dense(engine: &Engine, scene: &Scene, agent: Vec3, a: &Args) -> AnyResult<()> {
     let params = DenseParams {
         radius: a.radius,
+        // The picture draws the cells the search reached.
+        explored: a.png.is_some(),
         ..DenseParams::standard()
     };
     let query = DenseQuery {

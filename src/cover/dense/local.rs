@@ -86,6 +86,19 @@ struct Cell {
 }
 
 const _: () = assert!(std::mem::size_of::<Cell>() == 12);
+/// Bytes of search state per cell of a query's square.
+pub(super) const CELL_BYTES: u64 = std::mem::size_of::<Cell>() as u64;
+
+/// Half the side of a query's square, in cells (the radius and one cell more).
+fn half_side(p: &DenseParams) -> i32 {
+    (p.radius / p.cell).ceil() as i32 + 1
+}
+
+/// Cells of a query's square ([`Local::new`]); `p` validated.
+pub(super) fn square_cells(p: &DenseParams) -> u64 {
+    let side = 2 * u64::from(half_side(p).unsigned_abs()) + 1;
+    side * side
+}
 
 /// Set in [`Cell::link`] once the search settles the cell.
 const CLOSED: u8 = 0x80;
@@ -207,7 +220,7 @@ impl Local {
     ) -> Local {
         let a = q.agent.position;
         let (ci, cj) = ((a.x / p.cell).floor() as i32, (a.z / p.cell).floor() as i32);
-        let r = (p.radius / p.cell).ceil() as i32 + 1;
+        let r = half_side(p);
         let side = 2 * r + 1;
         let n = (side * side) as usize;
         let start = (r + r * side) as u32;
@@ -238,6 +251,7 @@ impl Local {
                 choice: None,
                 rejected: Vec::new(),
                 explored: Vec::new(),
+                explored_cells: 0,
                 rays: 0,
             },
             eager: false,
@@ -555,11 +569,14 @@ impl Local {
             let hidden = (!exposed(vis))
                 .then(|| Posture::ALL[(vis - VIS_HIDDEN) as usize])
                 .filter(|&h| h > Posture::Prone || self.prone_lies(u, p));
-            self.answer.explored.push(Explored {
-                position: self.point(u),
-                path_length: g,
-                cover: hidden.map_or(CellCover::Exposed, CellCover::Hidden),
-            });
+            self.answer.explored_cells += 1;
+            if p.explored {
+                self.answer.explored.push(Explored {
+                    position: self.point(u),
+                    path_length: g,
+                    cover: hidden.map_or(CellCover::Exposed, CellCover::Hidden),
+                });
+            }
             if let Some(posture) = hidden {
                 if !self.turned_down.contains(&u) {
                     self.candidates.push((u, posture));

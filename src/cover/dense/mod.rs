@@ -78,6 +78,10 @@ pub struct DenseParams {
     pub verify_intervis: bool,
     /// Intervis rejections before a query gives up. Default 32.
     pub max_rejections: usize,
+    /// Return every cell the search closed in [`DenseAnswer::explored`] (pictures, checks).
+    /// Default off: a game asks for the choice, and the list is about 9,000 cells (180 KB) a
+    /// `village` query; the answer keeps their count in [`DenseAnswer::explored_cells`].
+    pub explored: bool,
 }
 
 impl DenseParams {
@@ -94,6 +98,7 @@ impl DenseParams {
             body: BodyParams::standard(),
             verify_intervis: true,
             max_rejections: 32,
+            explored: false,
         }
     }
 }
@@ -153,7 +158,11 @@ pub struct Explored {
 pub struct DenseAnswer {
     pub choice: Option<DenseChoice>,
     pub rejected: Vec<Rejection>,
+    /// The cells the search closed, in order, when [`DenseParams::explored`] is on; else
+    /// empty.
     pub explored: Vec<Explored>,
+    /// How many cells the search closed (kept either way).
+    pub explored_cells: usize,
     /// Rays this query asked for (work shared with other queries counts once, for the first).
     pub rays: usize,
 }
@@ -516,6 +525,7 @@ impl Speculation {
                 choice.intervis_exposed = Some(px.clone());
                 a.choice = Some(choice);
                 a.explored.truncate(st.explored);
+                a.explored_cells = st.explored;
                 a.rejected.truncate(st.rejected);
                 return Some(a);
             }
@@ -544,7 +554,7 @@ fn speculate(
             at,
             posture,
             choice,
-            explored: s.answer.explored.len(),
+            explored: s.answer.explored_cells,
             rejected: s.answer.rejected.len(),
         });
         s.verified(vec![u32::MAX], params);
@@ -607,6 +617,7 @@ fn validate(queries: &[DenseQuery], p: &DenseParams) -> Result<()> {
         )));
     }
     validate_params(p)?;
+    check_memory(queries.len(), p)?;
     for (i, q) in queries.iter().enumerate() {
         q.agent.validate(i)?;
         if let Some(o) = q.observers.iter().find(|o| !o.is_finite()) {
@@ -617,6 +628,29 @@ fn validate(queries: &[DenseQuery], p: &DenseParams) -> Result<()> {
         p.body.validate(&q.agent)?;
     }
     Ok(())
+}
+
+/// Refuses a batch whose search state (a square of cells per query held at once, [`CHUNK`]
+/// queries at a time) and, with [`DenseParams::explored`] on, whose lists of closed cells (at
+/// most the square's cells per query) this machine's available memory cannot hold.
+fn check_memory(queries: usize, p: &DenseParams) -> Result<()> {
+    let cells = local::square_cells(p);
+    let held = queries.min(CHUNK) as u64 * cells * local::CELL_BYTES;
+    let listed = if p.explored {
+        queries as u64 * cells * std::mem::size_of::<Explored>() as u64
+    } else {
+        0
+    };
+    crate::limits::check_memory(
+        "the dense cover search's cells",
+        held.saturating_add(listed),
+        if p.explored {
+            "turn DenseParams::explored off (the answers keep explored_cells), answer fewer \
+             agents per call, or use a smaller radius or larger cells"
+        } else {
+            "use a smaller radius or larger cells"
+        },
+    )
 }
 
 /// Checks the settings before anything is sized from them.

@@ -50,7 +50,10 @@ fn queries(engine: &Engine, scene: &Scene, n: usize, seed: u64, own: bool) -> Ve
 fn the_eager_strategy_answers_as_the_lazy_one() {
     let engine = Engine::cpu();
     let scene = procedural::village(1, 1);
-    let params = DenseParams::standard();
+    let params = DenseParams {
+        explored: true,
+        ..DenseParams::standard()
+    };
     let mut surface = Surface::new();
     let (mut rejected, mut most) = (0, 0);
     // Shared observers (one flood per group, every floor kept), then a group per agent (each
@@ -60,7 +63,10 @@ fn the_eager_strategy_answers_as_the_lazy_one() {
         let lazy = answer(&engine, &scene, &mut surface, &qs, &params, false).unwrap();
         let eager = answer(&engine, &scene, &mut surface, &qs, &params, true).unwrap();
         let same = |a: &DenseAnswer, b: &DenseAnswer| {
-            a.choice == b.choice && a.rejected == b.rejected && a.explored == b.explored
+            a.choice == b.choice
+                && a.rejected == b.rejected
+                && a.explored == b.explored
+                && a.explored_cells == b.explored_cells
         };
         for (k, (a, b)) in lazy.iter().zip(&eager).enumerate() {
             assert!(
@@ -69,6 +75,25 @@ fn the_eager_strategy_answers_as_the_lazy_one() {
                 a.choice,
                 b.choice
             );
+        }
+        // Without the list of closed cells, every answer is the same but for it, on either
+        // strategy, and keeps its count.
+        let bare = DenseParams {
+            explored: false,
+            ..params
+        };
+        for gpu in [false, true] {
+            let short = answer(&engine, &scene, &mut surface, &qs, &bare, gpu).unwrap();
+            let full = if gpu { &eager } else { &lazy };
+            for (k, (a, b)) in full.iter().zip(&short).enumerate() {
+                assert_eq!(a.explored_cells, a.explored.len(), "query {k}");
+                assert!(b.explored.is_empty(), "query {k}");
+                let strip = DenseAnswer {
+                    explored: Vec::new(),
+                    ..a.clone()
+                };
+                assert_eq!(&strip, b, "seed {seed}, query {k}, eager {gpu}");
+            }
         }
         rejected += lazy.iter().map(|a| a.rejected.len()).sum::<usize>();
         most = most.max(lazy.iter().map(|a| a.rejected.len()).max().unwrap_or(0));
@@ -85,4 +110,24 @@ fn the_eager_strategy_answers_as_the_lazy_one() {
         most > INTERVIS_AHEAD,
         "at most {most} spots turned down for a query"
     );
+}
+
+#[test]
+fn a_batch_too_large_for_memory_is_refused_before_its_search() {
+    // 4,096 queries of a 500 m radius keeping their closed cells: 16 M cells of 20 bytes each,
+    // over a terabyte at worst.
+    let wide = DenseParams {
+        radius: 500.0,
+        explored: true,
+        ..DenseParams::standard()
+    };
+    match super::check_memory(4096, &wide) {
+        Err(crate::Error::OutOfMemory { needed, fix, .. }) => {
+            assert!(needed > 1 << 40, "{needed} bytes");
+            assert!(fix.contains("DenseParams::explored"), "{fix}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The defaults' batch of the same size holds 64 squares of 163 x 163 cells.
+    super::check_memory(4096, &DenseParams::standard()).unwrap();
 }
