@@ -1005,3 +1005,47 @@ fn cover_regions_bad_input_is_a_clear_error() {
         text(&o)
     );
 }
+
+/// `cover --agents FILE` answers every agent of the file in one batch, in file order, each as
+/// the single-agent command answers it (choice, path and cells searched); a bad line is an
+/// error naming the file and the line.
+#[test]
+fn cover_agents_answers_a_file_in_order_as_one_agent_at_a_time() {
+    let csv = tmp("agents.csv");
+    let agents = ["5,0,0", "-6,0,2", "4,0,-5"];
+    std::fs::write(&csv, agents.join("\n") + "\n").unwrap();
+    let common = [
+        "--scene",
+        "rock",
+        "--observer=30,1.7,0",
+        "--backend",
+        "cpu",
+        "--json",
+    ];
+    let file = csv.to_str().unwrap();
+    let o = sightline(&[&["cover", "--agents", file][..], &common].concat());
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let answers = v["answers"].as_array().unwrap();
+    assert_eq!(answers.len(), agents.len());
+    assert!(v["seconds"].as_f64().unwrap() > 0.0 && v["setup_seconds"].as_f64().unwrap() > 0.0);
+    for (a, line) in answers.iter().zip(agents) {
+        let flag = format!("--agent={line}");
+        let one = sightline(&[&["cover", flag.as_str()][..], &common].concat());
+        assert!(one.status.success(), "{}", text(&one));
+        let w: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
+        assert_eq!(a["agent"], w["agent"], "agent {line}");
+        assert!(a["choice"].is_object(), "agent {line}: {a}");
+        assert_eq!(a["choice"], w["choice"], "agent {line}");
+        assert!(a["explored_cells"].as_u64().unwrap() > 0, "agent {line}");
+        assert_eq!(a["explored_cells"], w["explored_cells"], "agent {line}");
+    }
+    std::fs::write(&csv, "5,0,0\n1,2\n").unwrap();
+    let bad = sightline(&[&["cover", "--agents", file][..], &common].concat());
+    let out = text(&bad);
+    assert!(!bad.status.success(), "{out}");
+    assert!(
+        out.contains("agents.csv:2") && !out.contains("panicked"),
+        "{out}"
+    );
+}
