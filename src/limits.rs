@@ -44,8 +44,16 @@ pub fn available_memory() -> Option<u64> {
     Some(kib.saturating_mul(1024))
 }
 
+/// Allocations below this are not checked against the available memory: reading the
+/// system's figures costs more than a small call (a single cover query makes several), and a
+/// reservation that fails still reports [`Error::OutOfMemory`].
+const UNCHECKED_BELOW: u64 = 64 << 20;
+
 /// Refuses an allocation of `bytes` that this machine's available memory cannot hold.
 pub fn check_memory(what: &str, bytes: u64, fix: &str) -> Result<()> {
+    if bytes < UNCHECKED_BELOW {
+        return Ok(());
+    }
     match available_memory() {
         Some(available) if bytes > available => Err(Error::OutOfMemory {
             what: what.to_string(),

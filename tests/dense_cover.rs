@@ -15,7 +15,7 @@ mod scenes;
 use glam::{Affine3A, Vec3};
 use scenes::{cuboid, ground, materials, SOLID};
 use sightline::cover::body::{body_points, BodyParams};
-use sightline::cover::dense::{find_cover, DenseParams, DenseQuery};
+use sightline::cover::dense::{find_cover, DenseAnswer, DenseParams, DenseQuery};
 use sightline::cover::sensor_grid::{self, CoverQuery, SensorGridParams};
 use sightline::cover::verify::{body_exposure, Candidate, Check};
 use sightline::cover::{nearest_cover, template_points, Agent, Posture};
@@ -105,6 +105,29 @@ fn behind_the_rock_from_five_metres_at_eight_directions_with_both_methods() {
     }
 }
 
+/// The dense answer for an agent at `at` with the cells its search closed listed, after
+/// checking that the simple call (the defaults: cells counted, none listed) answers alike.
+fn listed_answer(engine: &Engine, scene: &Scene, at: Vec3, observer: Vec3) -> DenseAnswer {
+    let simple = nearest_cover(engine, scene, at, &[observer], Mask::FIRE).unwrap();
+    let query = DenseQuery {
+        agent: Agent::soldier(at),
+        observers: vec![observer],
+        mask: Mask::FIRE,
+    };
+    let params = DenseParams {
+        explored: true,
+        ..DenseParams::standard()
+    };
+    let answer = find_cover(engine, scene, &[query], &params)
+        .unwrap()
+        .remove(0);
+    assert!(simple.explored.is_empty());
+    assert_eq!(simple.explored_cells, answer.explored.len());
+    assert_eq!(answer.explored_cells, answer.explored.len());
+    assert_eq!((&simple.choice, simple.rays), (&answer.choice, answer.rays));
+    answer
+}
+
 /// A deck 1.6-1.8 m above the ground: a standing head sits inside it, so the seed's three
 /// points are hidden while the body below is seen. The body model calls it exposed and the
 /// body does not fit standing there; no method chooses it.
@@ -144,32 +167,7 @@ fn standing_under_a_bridge_deck_is_neither_hidden_nor_possible() {
     )
     .unwrap();
     assert!(e[0][0] > 0.8, "the body is {}% exposed", e[0][0] * 100.0);
-    // The simple call answers as the search with its defaults; the cells it closed are kept
-    // when asked for, and counted either way.
-    let simple = nearest_cover(
-        &engine,
-        &scene,
-        Vec3::new(-1.0, 0.0, 0.5),
-        &[observer],
-        Mask::FIRE,
-    )
-    .unwrap();
-    let query = DenseQuery {
-        agent: Agent::soldier(Vec3::new(-1.0, 0.0, 0.5)),
-        observers: vec![observer],
-        mask: Mask::FIRE,
-    };
-    let params = DenseParams {
-        explored: true,
-        ..DenseParams::standard()
-    };
-    let answer = find_cover(&engine, &scene, &[query], &params)
-        .unwrap()
-        .remove(0);
-    assert!(simple.explored.is_empty());
-    assert_eq!(simple.explored_cells, answer.explored.len());
-    assert_eq!(answer.explored_cells, answer.explored.len());
-    assert_eq!((&simple.choice, simple.rays), (&answer.choice, answer.rays));
+    let answer = listed_answer(&engine, &scene, Vec3::new(-1.0, 0.0, 0.5), observer);
     let under = |p: Vec3| p.x.abs() < 3.0 && p.z.abs() < 3.0;
     assert!(answer.explored.iter().any(|e| under(e.position)));
     for e in answer.explored.iter().filter(|e| under(e.position)) {

@@ -630,9 +630,6 @@ fn validate(queries: &[DenseQuery], p: &DenseParams) -> Result<()> {
     Ok(())
 }
 
-/// Below this many bytes of cells a batch is not checked against the available memory.
-const SMALL_BATCH_BYTES: u64 = 64 << 20;
-
 /// Refuses a batch whose search state (a square of cells per query held at once, [`CHUNK`]
 /// queries at a time) and, with [`DenseParams::explored`] on, whose lists of closed cells (at
 /// most the square's cells per query) this machine's available memory cannot hold.
@@ -644,14 +641,9 @@ fn check_memory(queries: usize, p: &DenseParams) -> Result<()> {
     } else {
         0
     };
-    let bytes = held.saturating_add(listed);
-    if bytes < SMALL_BATCH_BYTES {
-        // Not worth reading the system's memory figures for (a single query's call).
-        return Ok(());
-    }
     crate::limits::check_memory(
         "the dense cover search's cells",
-        bytes,
+        held.saturating_add(listed),
         if p.explored {
             "turn DenseParams::explored off (the answers keep explored_cells), answer fewer \
              agents per call, or use a smaller radius or larger cells"
