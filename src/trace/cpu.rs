@@ -490,45 +490,55 @@ pub fn occluded_with(
         stacks: Box::new([[(0, 0, 0.0); STACK_SIZE]; LANES]),
         packet: Box::new([(0, 0, 0); STACK_SIZE]),
         preps: Vec::with_capacity(32 * WORDS),
+        rest: Vec::with_capacity(32 * WORDS),
     };
     let task = |state: &mut OccludedState, (words, chunk): (&mut [u32], &[Segment])| {
-        let preps = &mut state.preps;
-        preps.clear();
-        preps.extend(
-            chunk
-                .iter()
-                .map(|s| RayPrep::fused(s.start(), s.end() - s.start(), fusion)),
-        );
         // Runs sharing a start go in packets (the plain rounding only: the fused twins are
-        // references, traced one ray at a time); the stream skips what they traced.
+        // references, traced one ray at a time); the stream takes the segments they left.
         let mut traced = [0u32; WORDS];
         let packed = fusion == Fusion::None
-            && packet::trace_runs(
-                &packet::Runs {
+            && packet::trace_fans(
+                &packet::Fans {
                     tiers,
-                    rays: preps,
-                    t_max: 1.0,
+                    segments: chunk,
                     mask,
                 },
-                &mut packet::RunsOut {
+                &mut packet::FansOut {
                     stack: &mut state.packet,
                     words,
                     traced: &mut traced,
                 },
             );
+        let preps = &mut state.preps;
+        preps.clear();
         if !packed {
+            preps.extend(
+                chunk
+                    .iter()
+                    .map(|s| RayPrep::fused(s.start(), s.end() - s.start(), fusion)),
+            );
             for t in tiers {
                 any_hit_stream(t, preps, 1.0, mask, &mut state.stacks, words);
             }
             return;
         }
-        let mut rest: [u32; WORDS] =
-            std::array::from_fn(|k| traced[k] | words.get(k).copied().unwrap_or(0));
-        for t in tiers {
-            any_hit_stream(t, preps, 1.0, mask, &mut state.stacks, &mut rest);
+        let rest = &mut state.rest;
+        rest.clear();
+        for (i, s) in chunk.iter().enumerate() {
+            if traced[i / 32] >> (i % 32) & 1 == 0 {
+                rest.push(i);
+                preps.push(RayPrep::new(s.start(), s.end() - s.start()));
+            }
         }
-        for k in 0..words.len() {
-            words[k] |= rest[k] & !traced[k];
+        if rest.is_empty() {
+            return;
+        }
+        let mut bits = [0u32; WORDS];
+        for t in tiers {
+            any_hit_stream(t, preps, 1.0, mask, &mut state.stacks, &mut bits);
+        }
+        for (k, &i) in rest.iter().enumerate() {
+            words[i / 32] |= (bits[k / 32] >> (k % 32) & 1) << (i % 32);
         }
     };
     if segments.len() <= SERIAL_BELOW {
@@ -558,6 +568,8 @@ struct OccludedState {
     stacks: Box<Stacks>,
     packet: Box<packet::PacketStack>,
     preps: Vec<RayPrep>,
+    /// The indices of the segments no packet traced.
+    rest: Vec<usize>,
 }
 
 /// Batches smaller than this are traced on the calling thread: waking the thread pool costs

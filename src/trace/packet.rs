@@ -6,178 +6,277 @@
 //! it, so a lane tests exactly the leaves the single-ray walk tests, with the same slab test
 //! and the same watertight triangle test, operation for operation: every bit equals the
 //! single-ray walk's. The shared origin is subtracted from a box plane or a vertex once per
-//! packet instead of once per ray.
+//! packet instead of once per ray, and a run's packets are built straight from its segments,
+//! sixteen lanes at a time, with no per-ray [`RayPrep`]. The lanes are AVX-512 or AVX2
+//! registers where the processor has them, else plain code ([`super::lanes`]).
 
 use super::cpu::{prefetch, RayPrep, BOX_PAD, EDGE_SNAP, STACK_SIZE};
+#[cfg(target_arch = "x86_64")]
+use super::lanes::{Avx2, Avx512};
+use super::lanes::{Lanes, Plain};
+use super::Segment;
 use crate::bvh::{GpuTriangle, WideNode};
 use crate::scene::Tier;
-use glam::Vec3A;
 
-/// Rays per packet.
-pub const WIDTH: usize = 16;
+pub use super::lanes::WIDTH;
 
 /// Runs shorter than this go to the single-ray walk: a packet of a few lanes costs about what
 /// a full one does.
 pub const MIN_RUN: usize = 6;
 
-type Lanes = [f32; WIDTH];
+type Arr = [f32; WIDTH];
 
 /// Stack entries of a packet walk: `(child, count, lanes that entered it)`.
 pub type PacketStack = [(u32, u32, u32); STACK_SIZE];
 
-/// Up to [`WIDTH`] rays, one lane each, in structure-of-arrays form. A packet's walk is
-/// `SHARED` when every ray starts at `org` (a box plane or a vertex is then taken from the
-/// origin once per packet), else each lane takes its own origin from `orgs`: the same
-/// operations either way, so the same bits.
-struct Packet {
-    org: Vec3A,
-    orgs: [Lanes; 3],
-    inv: [Lanes; 3],
+/// Up to [`WIDTH`] rays, one lane each. A packet's walk is `SHARED` when every ray starts at
+/// `org` (a box plane or a vertex is then taken from the origin once per packet), else each
+/// lane takes its own origin from `orgs`: the same operations either way, so the same bits.
+struct Packet<V: Lanes> {
+    org: [f32; 3],
+    orgs: [V; 3],
+    inv: [V; 3],
+    /// Per axis, the lanes whose reciprocal is negative: they enter a box by its upper plane.
+    neg: [V::M; 3],
     /// `rows[k][axis]`: the lanes' shear rows of the watertight test ([`RayPrep`]'s `rows`).
-    rows: [[Lanes; 3]; 3],
+    rows: [[V; 3]; 3],
     /// Each lane's limit: a hit counts where `0 < t < t_max`.
-    t_max: Lanes,
+    t_max: V,
     /// Lanes holding a ray.
     valid: u32,
 }
 
-// Lane loops index several arrays by lane: the form the vectorizer turns into one instruction
-// per operation.
-#[allow(clippy::needless_range_loop)]
-impl Packet {
+impl<V: Lanes> Packet<V> {
     /// `rays` (1 to [`WIDTH`]) with their limits `t_max(lane)` in lanes `0..rays.len()`; the
     /// other lanes repeat the first ray and are not valid.
-    fn new(rays: &[RayPrep], t_max: impl Fn(usize) -> f32) -> Packet {
+    #[inline(always)]
+    fn new(rays: &[RayPrep], t_max: impl Fn(usize) -> f32) -> Self {
         debug_assert!(!rays.is_empty() && rays.len() <= WIDTH);
-        let mut p = Packet {
-            org: rays[0].org,
-            orgs: [[0.0; WIDTH]; 3],
-            inv: [[0.0; WIDTH]; 3],
-            rows: [[[0.0; WIDTH]; 3]; 3],
-            t_max: [0.0; WIDTH],
-            valid: (1 << rays.len()) - 1,
-        };
+        let (mut orgs, mut inv) = ([[0.0; WIDTH]; 3], [[0.0; WIDTH]; 3]);
+        let mut rows = [[[0.0; WIDTH]; 3]; 3];
+        let mut limit = [0.0; WIDTH];
         for l in 0..WIDTH {
             let k = if l < rays.len() { l } else { 0 };
             let r = &rays[k];
-            p.t_max[l] = t_max(k);
+            limit[l] = t_max(k);
             for axis in 0..3 {
-                p.orgs[axis][l] = r.org[axis];
-                p.inv[axis][l] = r.inv[axis];
-                for k in 0..3 {
-                    p.rows[k][axis][l] = r.rows[k][axis];
+                orgs[axis][l] = r.org[axis];
+                inv[axis][l] = r.inv[axis];
+                for (row, prep) in rows.iter_mut().zip(&r.rows) {
+                    row[axis][l] = prep[axis];
                 }
             }
         }
-        p
+        let inv = load3(&inv);
+        let zero = V::splat(0.0);
+        Packet {
+            org: rays[0].org.to_array(),
+            orgs: load3(&orgs),
+            inv,
+            neg: [inv[0].lt(zero), inv[1].lt(zero), inv[2].lt(zero)],
+            rows: [load3(&rows[0]), load3(&rows[1]), load3(&rows[2])],
+            t_max: V::load(&limit),
+            valid: (1 << rays.len()) - 1,
+        }
+    }
+
+    /// The rays of `segs` (1 to [`WIDTH`]), all starting at `org`, each to its end with limit
+    /// 1: the lanes [`RayPrep::new`] gives each segment (the same choice of axes, the same
+    /// IEEE divisions), so the walk gives the same bits. The other lanes repeat the first
+    /// segment and are not valid.
+    #[inline(always)]
+    fn from_fan(org: [f32; 3], segs: &[Segment]) -> Self {
+        debug_assert!(!segs.is_empty() && segs.len() <= WIDTH);
+        let mut ends = [[0.0; WIDTH]; 3];
+        for l in 0..WIDTH {
+            let e = segs[if l < segs.len() { l } else { 0 }].end;
+            for axis in 0..3 {
+                ends[axis][l] = e[axis];
+            }
+        }
+        let [x, y, z] = load3::<V>(&ends);
+        let (x, y, z) = (
+            x.sub(V::splat(org[0])),
+            y.sub(V::splat(org[1])),
+            z.sub(V::splat(org[2])),
+        );
+        let (zero, one) = (V::splat(0.0), V::splat(1.0));
+        // `RayPrep::new`'s axes: kz the largest component (the first of equals), then (kx, ky)
+        // by kz and its sign: (0, +) -> (1, 2), (0, -) -> (2, 1), (1, +) -> (2, 0),
+        // (1, -) -> (0, 2), (2, +) -> (0, 1), (2, -) -> (1, 0).
+        let (ax, ay, az) = (x.abs(), y.abs(), z.abs());
+        let k0 = V::and(ax.ge(ay), ax.ge(az));
+        let k1 = V::and_not(ay.ge(az), k0);
+        let k2 = V::not(V::or(k0, k1));
+        let dz = pick(k0, k1, [x, y, z]);
+        let neg = dz.lt(zero);
+        let at_kx = V::select(neg, pick(k0, k1, [z, x, y]), pick(k0, k1, [y, z, x]));
+        let at_ky = V::select(neg, pick(k0, k1, [y, z, x]), pick(k0, k1, [z, x, y]));
+        let minus = V::splat(-1.0);
+        let (sx, sy, sz) = (at_kx.div(dz), at_ky.div(dz), one.div(dz));
+        let is_kx = [
+            V::or(V::and(k1, neg), V::and_not(k2, neg)),
+            V::or(V::and_not(k0, neg), V::and(k2, neg)),
+            V::or(V::and(k0, neg), V::and_not(k1, neg)),
+        ];
+        let is_ky = [
+            V::or(V::and_not(k1, neg), V::and(k2, neg)),
+            V::or(V::and(k0, neg), V::and_not(k2, neg)),
+            V::or(V::and_not(k0, neg), V::and(k1, neg)),
+        ];
+        let is_kz = [k0, k1, k2];
+        let inv = [safe_inv(x), safe_inv(y), safe_inv(z)];
+        Packet {
+            org,
+            orgs: [V::splat(org[0]), V::splat(org[1]), V::splat(org[2])],
+            inv,
+            neg: [inv[0].lt(zero), inv[1].lt(zero), inv[2].lt(zero)],
+            rows: [
+                shear_row(is_kx, is_kz, sx.mul(minus)),
+                shear_row(is_ky, is_kz, sy.mul(minus)),
+                [
+                    V::select(k0, sz, zero),
+                    V::select(k1, sz, zero),
+                    V::select(k2, sz, zero),
+                ],
+            ],
+            t_max: one,
+            valid: (1 << segs.len()) - 1,
+        }
+    }
+
+    /// One axis of a slab test of child `i` of `n`: the lanes' distances to the planes they
+    /// enter and leave by.
+    #[inline(always)]
+    fn slab<const SHARED: bool>(&self, n: &WideNode, i: usize, a: usize) -> (V, V) {
+        let (lo, hi) = (n.bounds[2 * a][i], n.bounds[2 * a + 1][i]);
+        let (lo, hi) = if SHARED {
+            (V::splat(lo - self.org[a]), V::splat(hi - self.org[a]))
+        } else {
+            (
+                V::splat(lo).sub(self.orgs[a]),
+                V::splat(hi).sub(self.orgs[a]),
+            )
+        };
+        let (neg, inv) = (self.neg[a], self.inv[a]);
+        (
+            V::select(neg, hi, lo).mul(inv),
+            V::select(neg, lo, hi).mul(inv),
+        )
+    }
+
+    /// A vertex relative to the lanes' origins.
+    #[inline(always)]
+    fn relative<const SHARED: bool>(&self, v: [f32; 3]) -> [V; 3] {
+        if SHARED {
+            [
+                V::splat(v[0] - self.org[0]),
+                V::splat(v[1] - self.org[1]),
+                V::splat(v[2] - self.org[2]),
+            ]
+        } else {
+            [
+                V::splat(v[0]).sub(self.orgs[0]),
+                V::splat(v[1]).sub(self.orgs[1]),
+                V::splat(v[2]).sub(self.orgs[2]),
+            ]
+        }
     }
 
     /// Lanes whose slab test enters child `i` of `n` before their `t_max` and whose entry is
-    /// not past it: `children_entry` and the any-hit walk's pop test, lane by lane. `max` and
-    /// `min` are written as SSE's `maxps` and `minps` (the second operand when the first does
-    /// not compare greater or less), which the single-ray test uses.
+    /// not past it: `children_entry` and the any-hit walk's pop test, lane by lane.
     #[inline(always)]
     fn enters<const SHARED: bool>(&self, n: &WideNode, i: usize) -> u32 {
-        let o = self.org.to_array();
-        let mx = |a: f32, b: f32| if a > b { a } else { b };
-        let mn = |a: f32, b: f32| if a < b { a } else { b };
-        let bound = |a: usize| (n.bounds[2 * a][i], n.bounds[2 * a + 1][i]);
-        let shared = [0, 1, 2].map(|a| (bound(a).0 - o[a], bound(a).1 - o[a]));
-        let mut hit = [false; WIDTH];
-        for l in 0..WIDTH {
-            let t_max = self.t_max[l];
-            let slab = |a: usize| {
-                let inv = self.inv[a][l];
-                let d = if SHARED {
-                    shared[a]
-                } else {
-                    (bound(a).0 - self.orgs[a][l], bound(a).1 - self.orgs[a][l])
-                };
-                let (lo, hi) = (d.0 * inv, d.1 * inv);
-                if inv < 0.0 {
-                    (hi, lo)
-                } else {
-                    (lo, hi)
-                }
-            };
-            let ((nx, fx), (ny, fy), (nz, fz)) = (slab(0), slab(1), slab(2));
-            let near = mx(mx(nx, ny), mx(nz, 0.0));
-            let far = mn(mn(fx, fy), mn(fz, t_max)) * BOX_PAD;
-            hit[l] = (near <= far) & !(near > t_max);
-        }
-        bits(&hit)
+        let ((nx, fx), (ny, fy), (nz, fz)) = (
+            self.slab::<SHARED>(n, i, 0),
+            self.slab::<SHARED>(n, i, 1),
+            self.slab::<SHARED>(n, i, 2),
+        );
+        let near = nx.max(ny).max(nz.max(V::splat(0.0)));
+        let far = fx.min(fy).min(fz.min(self.t_max)).mul(V::splat(BOX_PAD));
+        V::bits(V::and_not(near.le(far), near.gt(self.t_max)))
     }
 
     /// Lanes whose ray meets `tri` with `0 < t < t_max`: [`super::cpu::intersect`] lane by lane.
     #[inline(always)]
     fn hits<const SHARED: bool>(&self, tri: &GpuTriangle) -> u32 {
-        let shared = [tri.v0, tri.v1, tri.v2].map(|v| Vec3A::from(v) - self.org);
+        let a = self.relative::<SHARED>(tri.v0);
+        let b = self.relative::<SHARED>(tri.v1);
+        let c = self.relative::<SHARED>(tri.v2);
         let [r0, r1, r2] = &self.rows;
-        let mut hit = [false; WIDTH];
-        for l in 0..WIDTH {
-            let t_max = self.t_max[l];
-            let [a, b, c] = if SHARED {
-                shared
-            } else {
-                let o = Vec3A::new(self.orgs[0][l], self.orgs[1][l], self.orgs[2][l]);
-                [tri.v0, tri.v1, tri.v2].map(|v| Vec3A::from(v) - o)
-            };
-            // Vec3A::dot's order: (x * x' + y * y') + z * z'.
-            let dot = |r: &[Lanes; 3], v: Vec3A| (r[0][l] * v.x + r[1][l] * v.y) + r[2][l] * v.z;
-            let (ax, ay) = (dot(r0, a), dot(r1, a));
-            let (bx, by) = (dot(r0, b), dot(r1, b));
-            let (cx, cy) = (dot(r0, c), dot(r1, c));
-            let u = snap_edge(cx * by - cy * bx, cx * by, cy * bx);
-            let v = snap_edge(ax * cy - ay * cx, ax * cy, ay * cx);
-            let w = snap_edge(bx * ay - by * ax, bx * ay, by * ax);
-            let outside = ((u < 0.0) | (v < 0.0) | (w < 0.0)) & ((u > 0.0) | (v > 0.0) | (w > 0.0));
-            let det = u + v + w;
-            let t_scaled = u * dot(r2, a) + v * dot(r2, b) + w * dot(r2, c);
-            let sign = if det < 0.0 { -1.0 } else { 1.0 };
-            let (ts, ds) = (t_scaled * sign, det * sign);
-            hit[l] = !outside & (det != 0.0) & !((ts <= 0.0) | (ts >= t_max * ds));
-        }
-        bits(&hit)
+        let (ax, ay) = (dot(r0, &a), dot(r1, &a));
+        let (bx, by) = (dot(r0, &b), dot(r1, &b));
+        let (cx, cy) = (dot(r0, &c), dot(r1, &c));
+        let zero = V::splat(0.0);
+        let u = edge(cx.mul(by), cy.mul(bx));
+        let v = edge(ax.mul(cy), ay.mul(cx));
+        let w = edge(bx.mul(ay), by.mul(ax));
+        let below = V::or(V::or(u.lt(zero), v.lt(zero)), w.lt(zero));
+        let above = V::or(V::or(u.gt(zero), v.gt(zero)), w.gt(zero));
+        let det = u.add(v).add(w);
+        let t_scaled = u
+            .mul(dot(r2, &a))
+            .add(v.mul(dot(r2, &b)))
+            .add(w.mul(dot(r2, &c)));
+        let sign = V::select(det.lt(zero), V::splat(-1.0), V::splat(1.0));
+        let (ts, ds) = (t_scaled.mul(sign), det.mul(sign));
+        let out = V::or(ts.le(zero), ts.ge(self.t_max.mul(ds)));
+        let inside = V::and_not(det.ne(zero), V::and(below, above));
+        V::bits(V::and_not(inside, out))
     }
 }
 
-/// `snap_edge` of the single-ray test.
+/// Three axes' lanes.
 #[inline(always)]
-fn snap_edge(d: f32, p: f32, q: f32) -> f32 {
-    if d.abs() <= EDGE_SNAP * p.abs().max(q.abs()) {
-        0.0
-    } else {
-        d
-    }
+fn load3<V: Lanes>(a: &[Arr; 3]) -> [V; 3] {
+    [V::load(&a[0]), V::load(&a[1]), V::load(&a[2])]
 }
 
-/// The lanes of `hit` as a bit mask. On x86-64 one byte move mask (SSE2, always present):
-/// the lane loop's shifts and ors compiled to a long horizontal reduction per test.
+/// `k0 ? v[0] : k1 ? v[1] : v[2]` per lane.
 #[inline(always)]
-fn bits(hit: &[bool; WIDTH]) -> u32 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_loadu_si128, _mm_movemask_epi8, _mm_slli_epi16};
-        const _: () = assert!(WIDTH == 16);
-        // SAFETY: `hit` is 16 bytes (a bool is one byte, 0 or 1), read unaligned; SSE2 is part
-        // of x86-64. Shifting each byte's 1 into its top bit makes the move mask the lanes.
-        unsafe {
-            let v = _mm_loadu_si128(hit.as_ptr().cast());
-            _mm_movemask_epi8(_mm_slli_epi16::<7>(v)) as u32
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    hit.iter()
-        .enumerate()
-        .fold(0, |m, (l, &h)| m | u32::from(h) << l)
+fn pick<V: Lanes>(k0: V::M, k1: V::M, v: [V; 3]) -> V {
+    V::select(k0, v[0], V::select(k1, v[1], v[2]))
+}
+
+/// A shear row of the watertight test: 1 on the axis `k` picks, `s` on the axis `kz` picks.
+#[inline(always)]
+fn shear_row<V: Lanes>(k: [V::M; 3], kz: [V::M; 3], s: V) -> [V; 3] {
+    let (zero, one) = (V::splat(0.0), V::splat(1.0));
+    [
+        V::select(k[0], one, V::select(kz[0], s, zero)),
+        V::select(k[1], one, V::select(kz[1], s, zero)),
+        V::select(k[2], one, V::select(kz[2], s, zero)),
+    ]
+}
+
+/// `1 / d`, with a tiny stand-in for near-zero components as in `RayPrep::new` (so the slab
+/// test never computes `0 * inf`).
+#[inline(always)]
+fn safe_inv<V: Lanes>(d: V) -> V {
+    let tiny = V::select(d.sign(), V::splat(-1e-30), V::splat(1e-30));
+    V::splat(1.0).div(V::select(d.abs().lt(V::splat(1e-30)), tiny, d))
+}
+
+/// `Vec3A::dot`'s order: `(x * x' + y * y') + z * z'`.
+#[inline(always)]
+fn dot<V: Lanes>(r: &[V; 3], v: &[V; 3]) -> V {
+    r[0].mul(v[0]).add(r[1].mul(v[1])).add(r[2].mul(v[2]))
+}
+
+/// `snap_edge` of the single-ray test on `p - q`.
+#[inline(always)]
+fn edge<V: Lanes>(p: V, q: V) -> V {
+    let d = p.sub(q);
+    let snap = d.abs().le(V::splat(EDGE_SNAP).mul(p.abs().max(q.abs())));
+    V::select(snap, V::splat(0.0), d)
 }
 
 /// Lanes of `p` (among `lanes`) that a triangle of `tier` matching `mask` blocks before their
 /// `t_max`.
 #[inline(always)]
-fn any_hit<const SHARED: bool>(
+fn any_hit<V: Lanes, const SHARED: bool>(
     tier: &Tier,
-    p: &Packet,
+    p: &Packet<V>,
     mask: u32,
     lanes: u32,
     stack: &mut PacketStack,
@@ -224,36 +323,35 @@ fn any_hit<const SHARED: bool>(
     lanes & !active
 }
 
-/// What [`trace_runs`] traces: rays (one bit each) against tiers, up to `t_max`, blocked by
-/// triangles matching `mask`.
-pub(crate) struct Runs<'a> {
+/// What [`trace_fans`] traces: segments (one bit each) against tiers, blocked by triangles
+/// matching `mask`.
+pub(crate) struct Fans<'a> {
     pub tiers: &'a [&'a Tier],
-    pub rays: &'a [RayPrep],
-    pub t_max: f32,
+    pub segments: &'a [Segment],
     pub mask: u32,
 }
 
-/// Where [`trace_runs`] writes: its stack, the blocked rays' bits and the traced rays' bits.
-pub(crate) struct RunsOut<'a> {
+/// Where [`trace_fans`] writes: its stack, the blocked segments' bits and the traced
+/// segments' bits.
+pub(crate) struct FansOut<'a> {
     pub stack: &'a mut PacketStack,
     pub words: &'a mut [u32],
     pub traced: &'a mut [u32],
 }
 
-/// Traces every run of at least [`MIN_RUN`] consecutive rays that share an origin (bit for
-/// bit) in packets: sets the bits of blocked rays in `out.words` and of every ray it traced in
-/// `out.traced`. Returns whether it traced any. Compiled for AVX-512 and AVX2 as well, which
-/// run where the processor has them (sixteen lanes in one register or two; the answers are the
-/// same either way).
-pub(crate) fn trace_runs(job: &Runs, out: &mut RunsOut) -> bool {
+/// Traces every run of at least [`MIN_RUN`] consecutive segments that share a start (bit for
+/// bit) in packets: sets the bits of blocked segments in `out.words` and of every segment it
+/// traced in `out.traced`. Returns whether it traced any. Compiled for AVX-512 and AVX2 as
+/// well, which run where the processor has them (the answers are the same either way).
+pub(crate) fn trace_fans(job: &Fans, out: &mut FansOut) -> bool {
     match simd() {
         // SAFETY: `simd` found the processor feature.
         #[cfg(target_arch = "x86_64")]
-        Simd::Avx512 => unsafe { trace_runs_avx512(job, out) },
+        Simd::Avx512 => unsafe { trace_fans_avx512(job, out) },
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
-        Simd::Avx2 => unsafe { trace_runs_avx2(job, out) },
-        Simd::Plain => trace_runs_in(job, out),
+        Simd::Avx2 => unsafe { trace_fans_avx2(job, out) },
+        Simd::Plain => trace_fans_in::<Plain>(job, out),
     }
 }
 
@@ -270,7 +368,7 @@ pub(crate) struct Each<'a> {
 /// to its own limit, and sets the bits of the blocked ones in `words`: the single-ray any-hit
 /// answers, bit for bit. For rays that lie side by side in their order without sharing an
 /// origin, as a picture's pixel rays from their near-plane points. Compiled per processor
-/// feature as [`trace_runs`] is.
+/// feature as [`trace_fans`] is.
 pub(crate) fn trace_each(job: &Each, stack: &mut PacketStack, words: &mut [u32]) {
     debug_assert_eq!(job.rays.len(), job.t_max.len());
     match simd() {
@@ -280,7 +378,7 @@ pub(crate) fn trace_each(job: &Each, stack: &mut PacketStack, words: &mut [u32])
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
         Simd::Avx2 => unsafe { trace_each_avx2(job, stack, words) },
-        Simd::Plain => trace_each_in(job, stack, words),
+        Simd::Plain => trace_each_in::<Plain>(job, stack, words),
     }
 }
 
@@ -306,76 +404,83 @@ fn simd() -> Simd {
     Simd::Plain
 }
 
-/// `$inner` compiled for a processor feature as `$name` (callers check the feature first).
+/// `$inner::<$lanes>` compiled for a processor feature as `$name` (callers check the feature
+/// first).
 macro_rules! compiled_for {
-    ($name:ident = $feature:literal: $inner:ident($($arg:ident: $ty:ty),*) -> $ret:ty) => {
+    ($name:ident = $feature:literal: $inner:ident::<$lanes:ident>($($arg:ident: $ty:ty),*) -> $ret:ty) => {
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $feature)]
         unsafe fn $name($($arg: $ty),*) -> $ret {
-            $inner($($arg),*)
+            $inner::<$lanes>($($arg),*)
         }
     };
 }
 
-compiled_for!(trace_runs_avx512 = "avx512f": trace_runs_in(job: &Runs, out: &mut RunsOut) -> bool);
-compiled_for!(trace_runs_avx2 = "avx2": trace_runs_in(job: &Runs, out: &mut RunsOut) -> bool);
+compiled_for!(trace_fans_avx512 = "avx512f":
+    trace_fans_in::<Avx512>(job: &Fans, out: &mut FansOut) -> bool);
+compiled_for!(trace_fans_avx2 = "avx2":
+    trace_fans_in::<Avx2>(job: &Fans, out: &mut FansOut) -> bool);
 compiled_for!(trace_each_avx512 = "avx512f":
-    trace_each_in(job: &Each, stack: &mut PacketStack, words: &mut [u32]) -> ());
+    trace_each_in::<Avx512>(job: &Each, stack: &mut PacketStack, words: &mut [u32]) -> ());
 compiled_for!(trace_each_avx2 = "avx2":
-    trace_each_in(job: &Each, stack: &mut PacketStack, words: &mut [u32]) -> ());
+    trace_each_in::<Avx2>(job: &Each, stack: &mut PacketStack, words: &mut [u32]) -> ());
 
 #[inline(always)]
-fn trace_each_in(job: &Each, stack: &mut PacketStack, words: &mut [u32]) {
+fn trace_each_in<V: Lanes>(job: &Each, stack: &mut PacketStack, words: &mut [u32]) {
     for base in (0..job.rays.len()).step_by(WIDTH) {
-        let chunk = &job.rays[base..job.rays.len().min(base + WIDTH)];
-        let p = Packet::new(chunk, |k| job.t_max[base + k]);
+        let n = WIDTH.min(job.rays.len() - base);
+        let p = Packet::<V>::new(&job.rays[base..base + n], |k| job.t_max[base + k]);
         let mut blocked = 0;
         for t in job.tiers {
-            blocked |= any_hit::<false>(t, &p, job.mask, p.valid & !blocked, stack);
+            blocked |= any_hit::<V, false>(t, &p, job.mask, p.valid & !blocked, stack);
         }
-        set_bits(words, base, chunk.len(), blocked);
+        or_bits(words, base, n, blocked);
     }
 }
 
-/// Sets bit `base + l` of `words` for each lane `l < n` set in `lanes`.
+/// Ors the lanes `0..n` of `lanes` into bits `base..base + n` of `words`.
 #[inline(always)]
-fn set_bits(words: &mut [u32], base: usize, n: usize, lanes: u32) {
-    for l in 0..n {
-        let i = base + l;
-        words[i / 32] |= (lanes >> l & 1) << (i % 32);
+fn or_bits(words: &mut [u32], base: usize, n: usize, lanes: u32) {
+    let lanes = u64::from(lanes & ((1u32 << n) - 1)) << (base % 32);
+    words[base / 32] |= lanes as u32;
+    if lanes >> 32 != 0 {
+        words[base / 32 + 1] |= (lanes >> 32) as u32;
     }
 }
 
 #[inline(always)]
-fn trace_runs_in(job: &Runs, out: &mut RunsOut) -> bool {
-    let &Runs {
+fn trace_fans_in<V: Lanes>(job: &Fans, out: &mut FansOut) -> bool {
+    let &Fans {
         tiers,
-        rays,
-        t_max,
+        segments,
         mask,
     } = job;
-    let RunsOut {
+    let FansOut {
         stack,
         words,
         traced,
     } = out;
-    let key = |r: &RayPrep| r.org.to_array().map(f32::to_bits);
     let mut any = false;
     let mut start = 0;
-    while start < rays.len() {
-        let k = key(&rays[start]);
-        let end = start + rays[start..].iter().take_while(|r| key(r) == k).count();
+    while start < segments.len() {
+        let org = segments[start].start;
+        let key = org.map(f32::to_bits);
+        let end = start
+            + segments[start..]
+                .iter()
+                .take_while(|s| s.start.map(f32::to_bits) == key)
+                .count();
         if end - start >= MIN_RUN {
             any = true;
             for base in (start..end).step_by(WIDTH) {
-                let chunk = &rays[base..end.min(base + WIDTH)];
-                let p = Packet::new(chunk, |_| t_max);
+                let n = WIDTH.min(end - base);
+                let p = Packet::<V>::from_fan(org, &segments[base..base + n]);
                 let mut blocked = 0;
                 for t in tiers {
-                    blocked |= any_hit::<true>(t, &p, mask, p.valid & !blocked, stack);
+                    blocked |= any_hit::<V, true>(t, &p, mask, p.valid & !blocked, stack);
                 }
-                set_bits(traced, base, chunk.len(), u32::MAX);
-                set_bits(words, base, chunk.len(), blocked);
+                or_bits(traced, base, n, u32::MAX);
+                or_bits(words, base, n, blocked);
             }
         }
         start = end;
@@ -454,26 +559,21 @@ mod tests {
                 in_run.push(run >= MIN_RUN);
             }
         }
-        let rays: Vec<RayPrep> = segs
-            .iter()
-            .map(|s| RayPrep::new(s.start(), s.end() - s.start()))
-            .collect();
         let tiers = scene.tiers();
         let words = segs.len().div_ceil(32);
         let (mut blocked, mut traced) = (vec![0u32; words], vec![0u32; words]);
         let mut stack = Box::new([(0, 0, 0); STACK_SIZE]);
-        let job = Runs {
+        let job = Fans {
             tiers: &tiers,
-            rays: &rays,
-            t_max: 1.0,
+            segments: &segs,
             mask: 1,
         };
-        let mut out = RunsOut {
+        let mut out = FansOut {
             stack: &mut stack,
             words: &mut blocked,
             traced: &mut traced,
         };
-        assert!(trace_runs(&job, &mut out));
+        assert!(trace_fans(&job, &mut out));
         let bit = |w: &[u32], i: usize| w[i / 32] >> (i % 32) & 1 == 1;
         let mut hits = 0;
         for (i, s) in segs.iter().enumerate() {
@@ -483,5 +583,74 @@ mod tests {
             hits += usize::from(single && in_run[i]);
         }
         assert!(hits > 0 && hits < in_run.iter().filter(|&&r| r).count());
+    }
+
+    /// Fans traced with every lane implementation the processor runs (plain code always,
+    /// AVX2 and AVX-512 where present) give the single-ray bits, including rays along an axis
+    /// (components of +0 and -0, which take the tiny stand-in) and runs cut short.
+    #[test]
+    fn every_instruction_set_gives_single_ray_bits() {
+        let scene = procedural::by_name("village", 2, 1).unwrap();
+        let (lo, hi) = scene.bounds().unwrap();
+        let tiers = scene.tiers();
+        let mut rng = SplitMix64(17);
+        let mut segs = Vec::new();
+        for run in [40, 7, 16, 33, 6, 64] {
+            let eye = glam::Vec3::new(0.0, rng.range(lo.y, hi.y), rng.range(lo.z, hi.z));
+            for k in 0..run {
+                let mut end = eye + rng.unit_vector() * rng.range(1.0, 40.0);
+                match k % 4 {
+                    0 => end.x = 0.0,
+                    1 => end.x = -0.0,
+                    2 => end.y = eye.y,
+                    _ => {}
+                }
+                segs.push(Segment::new(eye, end));
+            }
+        }
+        let single: Vec<bool> = segs
+            .iter()
+            .map(|s| cpu::occluded(&tiers, &[*s], 1).get(0))
+            .collect();
+        assert!(single.iter().any(|&b| b) && !single.iter().all(|&b| b));
+        let words = segs.len().div_ceil(32);
+        let job = Fans {
+            tiers: &tiers,
+            segments: &segs,
+            mask: 1,
+        };
+        let run = |f: &dyn Fn(&Fans, &mut FansOut) -> bool| {
+            let (mut blocked, mut traced) = (vec![0u32; words], vec![0u32; words]);
+            let mut stack = Box::new([(0, 0, 0); STACK_SIZE]);
+            let mut out = FansOut {
+                stack: &mut stack,
+                words: &mut blocked,
+                traced: &mut traced,
+            };
+            assert!(f(&job, &mut out));
+            (0..segs.len())
+                .map(|i| blocked[i / 32] >> (i % 32) & 1 == 1)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(run(&|j, o| trace_fans_in::<Plain>(j, o)), single, "plain");
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the processor has AVX2.
+                assert_eq!(
+                    run(&|j, o| unsafe { trace_fans_avx2(j, o) }),
+                    single,
+                    "avx2"
+                );
+            }
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                // SAFETY: the processor has AVX-512F.
+                assert_eq!(
+                    run(&|j, o| unsafe { trace_fans_avx512(j, o) }),
+                    single,
+                    "avx512"
+                );
+            }
+        }
     }
 }
