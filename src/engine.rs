@@ -327,15 +327,7 @@ impl Engine {
     /// or two; the CPU backend traces every segment.
     pub fn occluded(&self, scene: &Scene, segments: &[Segment], mask: Mask) -> Result<Occlusion> {
         match &self.gpu {
-            None => {
-                trace::validate_segments(segments)?;
-                Ok(cpu::occluded_with(
-                    &scene.tiers(),
-                    segments,
-                    mask.bits(),
-                    self.fusion,
-                ))
-            }
+            None => cpu::occluded_checked(&scene.tiers(), segments, mask.bits(), self.fusion),
             Some(gpu) => {
                 let pass = gpu.prepare_occluded(scene, segments, mask)?;
                 gpu.run(&pass)?;

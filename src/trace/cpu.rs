@@ -484,8 +484,41 @@ pub fn occluded_with(
     mask: u32,
     fusion: Fusion,
 ) -> Occlusion {
-    const WORDS: usize = 8; // 256 segments per task
+    occluded_in(tiers, segments, mask, fusion, false).0
+}
+
+/// [`occluded_with`] of segments that [`crate::trace::validate_segments`] has not seen: each
+/// task checks its own segments as it reads them (one pass over the batch's memory, not two),
+/// and a batch that fails the plain check gets `validate_segments`' verdict (its error, or its
+/// bits traced anew where it holds only valid staged segments).
+pub fn occluded_checked(
+    tiers: &[&Tier],
+    segments: &[Segment],
+    mask: u32,
+    fusion: Fusion,
+) -> crate::Result<Occlusion> {
+    let (out, plain) = occluded_in(tiers, segments, mask, fusion, true);
+    if plain {
+        return Ok(out);
+    }
+    crate::trace::validate_segments(segments)?;
+    Ok(occluded_with(tiers, segments, mask, fusion))
+}
+
+/// Segments per task of [`occluded_in`], in words of 32.
+const WORDS: usize = 8;
+
+/// [`occluded_with`], and with `check`, whether every segment passed the plain check (a task
+/// whose segments do not traces nothing).
+fn occluded_in(
+    tiers: &[&Tier],
+    segments: &[Segment],
+    mask: u32,
+    fusion: Fusion,
+    check: bool,
+) -> (Occlusion, bool) {
     let mut out = Occlusion::new(segments.len());
+    let plain = std::sync::atomic::AtomicBool::new(true);
     let init = || OccludedState {
         stacks: Box::new([[(0, 0, 0.0); STACK_SIZE]; LANES]),
         packet: Box::new([(0, 0, 0); STACK_SIZE]),
@@ -493,53 +526,11 @@ pub fn occluded_with(
         rest: Vec::with_capacity(32 * WORDS),
     };
     let task = |state: &mut OccludedState, (words, chunk): (&mut [u32], &[Segment])| {
-        // Runs sharing a start go in packets (the plain rounding only: the fused twins are
-        // references, traced one ray at a time); the stream takes the segments they left.
-        let mut traced = [0u32; WORDS];
-        let packed = fusion == Fusion::None
-            && packet::trace_fans(
-                &packet::Fans {
-                    tiers,
-                    segments: chunk,
-                    mask,
-                },
-                &mut packet::FansOut {
-                    stack: &mut state.packet,
-                    words,
-                    traced: &mut traced,
-                },
-            );
-        let preps = &mut state.preps;
-        preps.clear();
-        if !packed {
-            preps.extend(
-                chunk
-                    .iter()
-                    .map(|s| RayPrep::fused(s.start(), s.end() - s.start(), fusion)),
-            );
-            for t in tiers {
-                any_hit_stream(t, preps, 1.0, mask, &mut state.stacks, words);
-            }
+        if check && !super::all_plain(chunk) {
+            plain.store(false, std::sync::atomic::Ordering::Relaxed);
             return;
         }
-        let rest = &mut state.rest;
-        rest.clear();
-        for (i, s) in chunk.iter().enumerate() {
-            if traced[i / 32] >> (i % 32) & 1 == 0 {
-                rest.push(i);
-                preps.push(RayPrep::new(s.start(), s.end() - s.start()));
-            }
-        }
-        if rest.is_empty() {
-            return;
-        }
-        let mut bits = [0u32; WORDS];
-        for t in tiers {
-            any_hit_stream(t, preps, 1.0, mask, &mut state.stacks, &mut bits);
-        }
-        for (k, &i) in rest.iter().enumerate() {
-            words[i / 32] |= (bits[k / 32] >> (k % 32) & 1) << (i % 32);
-        }
+        trace_chunk(state, tiers, mask, fusion, words, chunk);
     };
     if segments.len() <= SERIAL_BELOW {
         // Searches make many small calls: the thread keeps its scratch (stacks of 20 KB)
@@ -555,7 +546,69 @@ pub fn occluded_with(
             .zip(segments.par_chunks(32 * WORDS))
             .for_each_init(init, task);
     }
-    out
+    (out, plain.into_inner())
+}
+
+/// One task of [`occluded_in`]: runs sharing a start go in packets (the plain rounding only:
+/// the fused twins are references, traced one ray at a time); the stream takes the segments
+/// they left.
+fn trace_chunk(
+    state: &mut OccludedState,
+    tiers: &[&Tier],
+    mask: u32,
+    fusion: Fusion,
+    words: &mut [u32],
+    chunk: &[Segment],
+) {
+    let mut traced = [0u32; WORDS];
+    let packed = fusion == Fusion::None
+        && packet::trace_fans(
+            &packet::Fans {
+                tiers,
+                segments: chunk,
+                mask,
+            },
+            &mut packet::FansOut {
+                stack: &mut state.packet,
+                words,
+                traced: &mut traced,
+            },
+        );
+    let preps = &mut state.preps;
+    preps.clear();
+    if !packed {
+        preps.extend(
+            chunk
+                .iter()
+                .map(|s| RayPrep::fused(s.start(), s.end() - s.start(), fusion)),
+        );
+        for t in tiers {
+            any_hit_stream(t, preps, 1.0, mask, &mut state.stacks, words);
+        }
+        return;
+    }
+    let rest = &mut state.rest;
+    rest.clear();
+    for (w, &t) in traced.iter().enumerate() {
+        let mut left = !t;
+        while left != 0 {
+            let i = 32 * w + left.trailing_zeros() as usize;
+            left &= left - 1;
+            let Some(s) = chunk.get(i) else { break };
+            rest.push(i);
+            preps.push(RayPrep::new(s.start(), s.end() - s.start()));
+        }
+    }
+    if rest.is_empty() {
+        return;
+    }
+    let mut bits = [0u32; WORDS];
+    for t in tiers {
+        any_hit_stream(t, preps, 1.0, mask, &mut state.stacks, &mut bits);
+    }
+    for (k, &i) in rest.iter().enumerate() {
+        words[i / 32] |= (bits[k / 32] >> (k % 32) & 1) << (i % 32);
+    }
 }
 
 thread_local! {

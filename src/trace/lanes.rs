@@ -42,6 +42,9 @@ pub(crate) trait Lanes: Copy {
     fn sign(self) -> Self::M;
     /// Lane `l` of `m` as bit `l`.
     fn bits(m: Self::M) -> u32;
+    /// The least and the greatest lane (of lanes that are not NaN).
+    fn reduce_min(self) -> f32;
+    fn reduce_max(self) -> f32;
 }
 
 /// Plain code: one lane at a time.
@@ -152,6 +155,14 @@ impl Lanes for Plain {
     fn bits(m: u32) -> u32 {
         m
     }
+    #[inline(always)]
+    fn reduce_min(self) -> f32 {
+        self.0.into_iter().fold(f32::INFINITY, f32::min)
+    }
+    #[inline(always)]
+    fn reduce_max(self) -> f32 {
+        self.0.into_iter().fold(f32::NEG_INFINITY, f32::max)
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -251,6 +262,22 @@ mod x86 {
         fn bits(m: __mmask16) -> u32 {
             u32::from(m)
         }
+        #[inline(always)]
+        fn reduce_min(self) -> f32 {
+            unsafe { _mm512_reduce_min_ps(self.0) }
+        }
+        #[inline(always)]
+        fn reduce_max(self) -> f32 {
+            unsafe { _mm512_reduce_max_ps(self.0) }
+        }
+    }
+
+    /// Eight lanes folded to one by `f`, halving each step.
+    #[inline(always)]
+    unsafe fn reduce8(v: __m256, f: impl Fn(__m128, __m128) -> __m128) -> f32 {
+        let v = f(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+        let v = f(v, _mm_movehl_ps(v, v));
+        _mm_cvtss_f32(f(v, _mm_shuffle_ps::<1>(v, v)))
     }
 
     /// AVX2: the sixteen lanes in two registers, masks as all-ones lanes.
@@ -366,6 +393,14 @@ mod x86 {
         #[inline(always)]
         fn bits(m: [__m256; 2]) -> u32 {
             unsafe { (_mm256_movemask_ps(m[0]) as u32) | (_mm256_movemask_ps(m[1]) as u32) << 8 }
+        }
+        #[inline(always)]
+        fn reduce_min(self) -> f32 {
+            unsafe { reduce8(_mm256_min_ps(self.0[0], self.0[1]), |a, b| _mm_min_ps(a, b)) }
+        }
+        #[inline(always)]
+        fn reduce_max(self) -> f32 {
+            unsafe { reduce8(_mm256_max_ps(self.0[0], self.0[1]), |a, b| _mm_max_ps(a, b)) }
         }
     }
 }

@@ -224,10 +224,9 @@ pub fn validate_segments(segments: &[Segment]) -> crate::Result<()> {
     // One pass over the plain case (every end in range, nothing staged), on every core for a
     // large batch; the checks below name the first bad segment only where one fails it.
     const PARALLEL_FROM: usize = 1 << 16;
-    let plain = |c: &[Segment]| c.iter().fold(true, |ok, s| ok & plain_segment(s));
     let all_plain = match segments.len() >= PARALLEL_FROM {
-        true => segments.par_chunks(PARALLEL_FROM / 4).all(plain),
-        false => plain(segments),
+        true => segments.par_chunks(PARALLEL_FROM / 4).all(all_plain),
+        false => all_plain(segments),
     };
     if all_plain {
         return Ok(());
@@ -246,15 +245,21 @@ pub fn validate_segments(segments: &[Segment]) -> crate::Result<()> {
     Ok(())
 }
 
-/// Not staged, and every coordinate within [`crate::limits::MAX_COORDINATE`] ([`in_range`]):
-/// compared as the bits of their magnitudes, whose integer order is the float order (NaN and
-/// infinities lie above every finite bound), so the loop over a batch runs in vector lanes.
-#[inline(always)]
-fn plain_segment(s: &Segment) -> bool {
-    let max = crate::limits::MAX_COORDINATE.to_bits();
-    let w: &[u32; 8] = bytemuck::cast_ref(s);
-    let ok = |k: usize| (w[k] & 0x7fff_ffff) <= max;
-    ok(0) & ok(1) & ok(2) & ok(4) & ok(5) & ok(6) & (w[3] == 0)
+/// Whether no segment is staged and every coordinate is within
+/// [`crate::limits::MAX_COORDINATE`] ([`in_range`]): coordinates compared as the bits of their
+/// magnitudes, whose integer order is the float order (NaN and infinities lie above every
+/// finite bound), over the batch's words in a fixed pattern, so the loop runs in vector lanes.
+pub(crate) fn all_plain(segments: &[Segment]) -> bool {
+    const M: u32 = 0x7fff_ffff;
+    const MAX: u32 = crate::limits::MAX_COORDINATE.to_bits();
+    // Per word of a segment: start x, y, z, stage (must be 0), end x, y, z, padding.
+    const KEEP: [u32; 8] = [M, M, M, u32::MAX, M, M, M, 0];
+    const LIMIT: [u32; 8] = [MAX, MAX, MAX, 0, MAX, MAX, MAX, 0];
+    let words: &[[u32; 8]] = bytemuck::cast_slice(segments);
+    let over = words.iter().fold([0u32; 8], |acc, w| {
+        std::array::from_fn(|k| acc[k] | u32::from(w[k] & KEEP[k] > LIMIT[k]))
+    });
+    over == [0; 8]
 }
 
 /// Longest staged run [`Segment::staged`] encodes.

@@ -17,6 +17,7 @@ use super::lanes::{Lanes, Plain};
 use super::Segment;
 use crate::bvh::{GpuTriangle, WideNode};
 use crate::scene::Tier;
+use glam::Vec4;
 
 pub use super::lanes::WIDTH;
 
@@ -38,6 +39,9 @@ struct Packet<V: Lanes> {
     inv: [V; 3],
     /// Per axis, the lanes whose reciprocal is negative: they enter a box by its upper plane.
     neg: [V::M; 3],
+    /// Per axis, the row of [`WideNode::bounds`] every lane enters by, where they all do
+    /// (read only by walks that know it, [`Frustum::uniform`]).
+    near_rows: [usize; 3],
     /// `rows[k][axis]`: the lanes' shear rows of the watertight test ([`RayPrep`]'s `rows`).
     rows: [[V; 3]; 3],
     /// Each lane's limit: a hit counts where `0 < t < t_max`.
@@ -46,7 +50,76 @@ struct Packet<V: Lanes> {
     valid: u32,
 }
 
+/// Bounds of a shared-origin packet's reciprocal directions, per axis (interval arithmetic
+/// over the packet; Wald, Boulos, Shirley, "Ray Tracing Deformable Scenes Using Dynamic
+/// Bounding Volume Hierarchies", 2007; Embree's frustum): the distances a box's planes give
+/// over the whole packet at the cost of one ray. Every bound is the product of the same two
+/// floats some lane forms, and rounding is monotone, so a box that some lane's slab test
+/// enters passes this test too: the walk can cull a node's children for every lane at once
+/// and still give each lane its own answer.
+#[derive(Clone, Copy)]
+struct Frustum {
+    /// Per axis, the row of [`WideNode::bounds`] every lane enters by; `None` where the lanes
+    /// go both ways along the axis (it bounds nothing then).
+    near: [Option<usize>; 3],
+    org: [Vec4; 3],
+    /// Per axis, the lanes' least and greatest reciprocal.
+    rmin: [Vec4; 3],
+    rmax: [Vec4; 3],
+    t_max: f32,
+}
+
+impl Frustum {
+    /// Whether every axis bounds it: every lane enters a box by the same planes.
+    #[inline(always)]
+    fn uniform(&self) -> bool {
+        self.near.iter().all(Option::is_some)
+    }
+
+    /// The children of `n` (bit `i` for child `i`) that some lane's slab test may enter, and
+    /// the least distance at which any lane may enter each.
+    #[inline(always)]
+    fn children(&self, n: &WideNode) -> (u32, Vec4) {
+        let mut near = Vec4::ZERO;
+        let mut far = Vec4::splat(self.t_max);
+        for a in 0..3 {
+            let Some(row) = self.near[a] else { continue };
+            let dn = Vec4::from(n.bounds[row]) - self.org[a];
+            let df = Vec4::from(n.bounds[row ^ 1]) - self.org[a];
+            // The least entry and the greatest exit over the lanes' reciprocals.
+            let (lo, hi) = (self.rmin[a], self.rmax[a]);
+            near = near.max((dn * lo).min(dn * hi));
+            far = far.min((df * lo).max(df * hi));
+        }
+        let far = far * BOX_PAD;
+        let open = near.cmple(far) & near.cmple(Vec4::splat(self.t_max));
+        (open.bitmask(), near)
+    }
+}
+
 impl<V: Lanes> Packet<V> {
+    /// The packet's [`Frustum`], where at least one axis bounds it.
+    #[inline(always)]
+    fn frustum(&mut self) -> Option<Frustum> {
+        let mut f = Frustum {
+            near: [None; 3],
+            org: self.org.map(Vec4::splat),
+            rmin: [Vec4::ZERO; 3],
+            rmax: [Vec4::ZERO; 3],
+            t_max: self.t_max.reduce_max(),
+        };
+        for a in 0..3 {
+            let neg = V::bits(self.neg[a]) & self.valid;
+            if neg == 0 || neg == self.valid {
+                f.near[a] = Some(2 * a + usize::from(neg != 0));
+                self.near_rows[a] = 2 * a + usize::from(neg != 0);
+                f.rmin[a] = Vec4::splat(self.inv[a].reduce_min());
+                f.rmax[a] = Vec4::splat(self.inv[a].reduce_max());
+            }
+        }
+        f.near.iter().any(Option::is_some).then_some(f)
+    }
+
     /// `rays` (1 to [`WIDTH`]) with their limits `t_max(lane)` in lanes `0..rays.len()`; the
     /// other lanes repeat the first ray and are not valid.
     #[inline(always)]
@@ -74,6 +147,7 @@ impl<V: Lanes> Packet<V> {
             orgs: load3(&orgs),
             inv,
             neg: [inv[0].lt(zero), inv[1].lt(zero), inv[2].lt(zero)],
+            near_rows: [0, 2, 4],
             rows: [load3(&rows[0]), load3(&rows[1]), load3(&rows[2])],
             t_max: V::load(&limit),
             valid: (1 << rays.len()) - 1,
@@ -131,6 +205,7 @@ impl<V: Lanes> Packet<V> {
             orgs: [V::splat(org[0]), V::splat(org[1]), V::splat(org[2])],
             inv,
             neg: [inv[0].lt(zero), inv[1].lt(zero), inv[2].lt(zero)],
+            near_rows: [0, 2, 4],
             rows: [
                 shear_row(is_kx, is_kz, sx.mul(minus)),
                 shear_row(is_ky, is_kz, sy.mul(minus)),
@@ -148,7 +223,22 @@ impl<V: Lanes> Packet<V> {
     /// One axis of a slab test of child `i` of `n`: the lanes' distances to the planes they
     /// enter and leave by.
     #[inline(always)]
-    fn slab<const SHARED: bool>(&self, n: &WideNode, i: usize, a: usize) -> (V, V) {
+    fn slab<const SHARED: bool, const UNIFORM: bool>(
+        &self,
+        n: &WideNode,
+        i: usize,
+        a: usize,
+    ) -> (V, V) {
+        let inv = self.inv[a];
+        if SHARED && UNIFORM {
+            // Every lane enters by the same plane: no per-lane choice.
+            let row = self.near_rows[a];
+            let (near, far) = (n.bounds[row][i], n.bounds[row ^ 1][i]);
+            return (
+                V::splat(near - self.org[a]).mul(inv),
+                V::splat(far - self.org[a]).mul(inv),
+            );
+        }
         let (lo, hi) = (n.bounds[2 * a][i], n.bounds[2 * a + 1][i]);
         let (lo, hi) = if SHARED {
             (V::splat(lo - self.org[a]), V::splat(hi - self.org[a]))
@@ -158,7 +248,7 @@ impl<V: Lanes> Packet<V> {
                 V::splat(hi).sub(self.orgs[a]),
             )
         };
-        let (neg, inv) = (self.neg[a], self.inv[a]);
+        let neg = self.neg[a];
         (
             V::select(neg, hi, lo).mul(inv),
             V::select(neg, lo, hi).mul(inv),
@@ -186,11 +276,11 @@ impl<V: Lanes> Packet<V> {
     /// Lanes whose slab test enters child `i` of `n` before their `t_max` and whose entry is
     /// not past it: `children_entry` and the any-hit walk's pop test, lane by lane.
     #[inline(always)]
-    fn enters<const SHARED: bool>(&self, n: &WideNode, i: usize) -> u32 {
+    fn enters<const SHARED: bool, const UNIFORM: bool>(&self, n: &WideNode, i: usize) -> u32 {
         let ((nx, fx), (ny, fy), (nz, fz)) = (
-            self.slab::<SHARED>(n, i, 0),
-            self.slab::<SHARED>(n, i, 1),
-            self.slab::<SHARED>(n, i, 2),
+            self.slab::<SHARED, UNIFORM>(n, i, 0),
+            self.slab::<SHARED, UNIFORM>(n, i, 1),
+            self.slab::<SHARED, UNIFORM>(n, i, 2),
         );
         let near = nx.max(ny).max(nz.max(V::splat(0.0)));
         let far = fx.min(fy).min(fz.min(self.t_max)).mul(V::splat(BOX_PAD));
@@ -311,13 +401,91 @@ fn any_hit<V: Lanes, const SHARED: bool>(
         }
         let n = &nodes[child as usize];
         for i in 0..4 {
-            let e = p.enters::<SHARED>(n, i) & m;
+            let e = p.enters::<SHARED, false>(n, i) & m;
             if e != 0 {
                 // Popped after its siblings: the load overlaps their tests.
                 prefetch(nodes, triangles, n.child[i], n.count[i]);
             }
             stack[sp] = (n.child[i], n.count[i], e);
             sp += usize::from(e != 0);
+        }
+    }
+    lanes & !active
+}
+
+/// [`any_hit`] of a shared-origin packet whose inner nodes are culled by its frustum `f` for
+/// all lanes at once: only a leaf's box gets each lane's slab test, so a lane still tests the
+/// leaves its single-ray walk tests (and no others), and gets the same bit.
+#[inline(always)]
+fn any_hit_frustum<V: Lanes, const UNIFORM: bool>(
+    tier: &Tier,
+    p: &Packet<V>,
+    f: &Frustum,
+    mask: u32,
+    lanes: u32,
+    stack: &mut PacketStack,
+) -> u32 {
+    let (nodes, triangles) = (&tier.wide, &tier.triangles);
+    if nodes.is_empty() || lanes == 0 {
+        return 0;
+    }
+    let mut active = lanes;
+    stack[0] = (0, 0, lanes);
+    let mut sp = 1;
+    // The child slot of each stack entry of the node being opened (for its entry distance).
+    let mut order = [0u8; STACK_SIZE];
+    'pop: while sp > 0 {
+        sp -= 1;
+        let (mut child, mut count, entered) = stack[sp];
+        let mut m = entered & active;
+        if m == 0 {
+            continue;
+        }
+        // Down the tree to the nearest child some lane enters; the others wait on the stack,
+        // nearer ones on top.
+        while count == 0 {
+            let n = &nodes[child as usize];
+            let (mut open, near) = f.children(n);
+            let near = near.to_array();
+            let base = sp;
+            while open != 0 {
+                let i = open.trailing_zeros() as usize;
+                open &= open - 1;
+                let e = p.enters::<true, UNIFORM>(n, i) & m;
+                if e == 0 {
+                    continue;
+                }
+                // Insertion: entries below `base` are untouched; farther entries sink.
+                let mut k = sp;
+                while k > base && near[order[k - 1] as usize] < near[i] {
+                    stack[k] = stack[k - 1];
+                    order[k] = order[k - 1];
+                    k -= 1;
+                }
+                stack[k] = (n.child[i], n.count[i], e);
+                order[k] = i as u8;
+                sp += 1;
+            }
+            if sp == base {
+                continue 'pop;
+            }
+            sp -= 1;
+            (child, count, m) = stack[sp];
+            for &wait in &stack[base..sp] {
+                // Popped after the nearest: the load overlaps its walk.
+                prefetch(nodes, triangles, wait.0, wait.1);
+            }
+        }
+        for tri in &triangles[child as usize..][..count as usize] {
+            if tri.flags & mask != 0 {
+                active &= !(p.hits::<true>(tri) & m);
+                if active & m == 0 {
+                    break;
+                }
+            }
+        }
+        if active == 0 {
+            break;
         }
     }
     lanes & !active
@@ -464,20 +632,31 @@ fn trace_fans_in<V: Lanes>(job: &Fans, out: &mut FansOut) -> bool {
     let mut start = 0;
     while start < segments.len() {
         let org = segments[start].start;
-        let key = org.map(f32::to_bits);
+        let key: [u32; 3] = bytemuck::cast(org);
         let end = start
             + segments[start..]
                 .iter()
-                .take_while(|s| s.start.map(f32::to_bits) == key)
+                .take_while(|s| {
+                    let w: &[u32; 8] = bytemuck::cast_ref(*s);
+                    (w[0] == key[0]) & (w[1] == key[1]) & (w[2] == key[2])
+                })
                 .count();
         if end - start >= MIN_RUN {
             any = true;
             for base in (start..end).step_by(WIDTH) {
                 let n = WIDTH.min(end - base);
-                let p = Packet::<V>::from_fan(org, &segments[base..base + n]);
+                let mut p = Packet::<V>::from_fan(org, &segments[base..base + n]);
+                let frustum = p.frustum();
                 let mut blocked = 0;
                 for t in tiers {
-                    blocked |= any_hit::<V, true>(t, &p, mask, p.valid & !blocked, stack);
+                    let lanes = p.valid & !blocked;
+                    blocked |= match &frustum {
+                        Some(f) if f.uniform() => {
+                            any_hit_frustum::<V, true>(t, &p, f, mask, lanes, stack)
+                        }
+                        Some(f) => any_hit_frustum::<V, false>(t, &p, f, mask, lanes, stack),
+                        None => any_hit::<V, true>(t, &p, mask, lanes, stack),
+                    };
                 }
                 or_bits(traced, base, n, u32::MAX);
                 or_bits(words, base, n, blocked);
