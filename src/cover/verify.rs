@@ -178,7 +178,7 @@ fn eye_order(segs: &[(Segment, Mask)], eye: &[u32], eyes: usize) -> Vec<usize> {
     for (i, &e) in eye.iter().enumerate() {
         if plain(i) {
             let slot = &mut at[e as usize];
-            keyed[*slot] = (u64::from(z_key(segs[i].0.end)) << 32) | i as u64;
+            keyed[*slot] = (u64::from(crate::trace::z_key(segs[i].0.end)) << 32) | i as u64;
             *slot += 1;
         } else {
             staged.push(i);
@@ -191,20 +191,6 @@ fn eye_order(segs: &[(Segment, Mask)], eye: &[u32], eyes: usize) -> Vec<usize> {
     debug_assert!(u32::try_from(segs.len()).is_ok());
     let index = |k: u64| (k & u64::from(u32::MAX)) as usize;
     keyed.into_iter().map(index).chain(staged).collect()
-}
-
-/// The Z-order (Morton) key of a point's quarter-metre ground cell (x, z), wrapping every
-/// 16 km: nearby points get nearby keys, which is all the order is for.
-fn z_key(p: [f32; 3]) -> u32 {
-    // Truncation, not floor: a library call per point, and the seam at zero costs nothing.
-    let spread = |v: f32| {
-        let mut x = (v * 4.0) as i32 as u32 & 0xffff;
-        x = (x | x << 8) & 0x00ff_00ff;
-        x = (x | x << 4) & 0x0f0f_0f0f;
-        x = (x | x << 2) & 0x3333_3333;
-        (x | x << 1) & 0x5555_5555
-    };
-    spread(p[0]) | spread(p[2]) << 1
 }
 
 /// The whole-body sample of candidates as segments: every candidate's points for every

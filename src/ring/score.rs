@@ -482,21 +482,6 @@ pub(super) struct Plan {
     target: Vec<u32>,
 }
 
-/// A number in `[-2, 2]` ordered as the bearing `atan2(z, x)` is, without trigonometry: only
-/// the order of a threat's rays matters (it groups neighbours into packets).
-fn pseudo_bearing(x: f32, z: f32) -> f32 {
-    let sum = x.abs() + z.abs();
-    if sum == 0.0 {
-        return 0.0;
-    }
-    let p = x / sum;
-    if z < 0.0 {
-        p - 1.0
-    } else {
-        1.0 - p
-    }
-}
-
 fn push(out: &mut Vec<Segment>, a: Vec3, b: Vec3) -> u32 {
     if a.distance_squared(b) < 1e-8 {
         return NO_RAY;
@@ -514,15 +499,14 @@ impl Plan {
             .map(|n| n.position + Vec3::Y * s.body)
             .collect();
         let mut threat = vec![NO_RAY; s.threats.len() * body.len()];
-        let mut order: Vec<(f32, usize)> = Vec::with_capacity(body.len());
+        // Each threat's rays in Z-order of the nodes: neighbours share the fan's packets.
+        let mut order: Vec<(u32, usize)> = body
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (crate::trace::z_key(b.to_array()), i))
+            .collect();
+        order.sort_unstable();
         for (k, t) in s.threats.iter().enumerate() {
-            // Each threat's rays in order of bearing: neighbours in a fan share its packets.
-            order.clear();
-            order.extend(body.iter().enumerate().map(|(i, b)| {
-                let d = *b - t.eye;
-                (pseudo_bearing(d.x, d.z), i)
-            }));
-            order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
             for &(_, i) in &order {
                 threat[k * body.len() + i] = push(&mut fire, t.eye, body[i]);
             }
@@ -724,32 +708,5 @@ impl RingGraph {
         score: &Score,
     ) -> Result<Scores> {
         Ok(score_batch(engine, scene, &[(self, situation)], score)?.remove(0))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::pseudo_bearing;
-
-    /// The pseudo-bearing sorts 3,600 directions as `atan2` does.
-    #[test]
-    fn pseudo_bearing_orders_as_atan2() {
-        let mut dirs: Vec<(f32, f32)> = (0..3600)
-            .map(|k| {
-                let a = (k as f32 * 0.1 - 180.0).to_radians();
-                (
-                    a.cos() * (1.0 + k as f32 % 7.0),
-                    a.sin() * (1.0 + k as f32 % 7.0),
-                )
-            })
-            .collect();
-        dirs.sort_by(|a, b| a.1.atan2(a.0).total_cmp(&b.1.atan2(b.0)));
-        for w in dirs.windows(2) {
-            let (p, q) = (
-                pseudo_bearing(w[0].0, w[0].1),
-                pseudo_bearing(w[1].0, w[1].1),
-            );
-            assert!(p <= q, "{w:?}: {p} > {q}");
-        }
     }
 }

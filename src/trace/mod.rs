@@ -217,6 +217,21 @@ pub(crate) fn in_range(p: Vec3) -> bool {
         .all()
 }
 
+/// The Z-order (Morton) key of a point's quarter-metre ground cell (x, z), wrapping every
+/// 16 km: nearby points get nearby keys, which is all the order is for (a fan's segments in
+/// this order of their ends share packets with their neighbours).
+pub(crate) fn z_key(p: [f32; 3]) -> u32 {
+    // Truncation, not floor: a library call per point, and the seam at zero costs nothing.
+    let spread = |v: f32| {
+        let mut x = (v * 4.0) as i32 as u32 & 0xffff;
+        x = (x | x << 8) & 0x00ff_00ff;
+        x = (x | x << 4) & 0x0f0f_0f0f;
+        x = (x | x << 2) & 0x3333_3333;
+        (x | x << 1) & 0x5555_5555
+    };
+    spread(p[0]) | spread(p[2]) << 1
+}
+
 /// Rejects NaN/Inf end points and coordinates beyond [`crate::limits::MAX_COORDINATE`] before
 /// anything reaches a kernel. A zero-length segment is valid and blocked by nothing.
 pub fn validate_segments(segments: &[Segment]) -> crate::Result<()> {
