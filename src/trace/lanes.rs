@@ -42,6 +42,8 @@ pub(crate) trait Lanes: Copy {
     fn sign(self) -> Self::M;
     /// Lane `l` of `m` as bit `l`.
     fn bits(m: Self::M) -> u32;
+    /// The mask of the lanes whose bit is set in `bits`.
+    fn mask(bits: u32) -> Self::M;
     /// The least and the greatest lane (of lanes that are not NaN).
     fn reduce_min(self) -> f32;
     fn reduce_max(self) -> f32;
@@ -156,6 +158,10 @@ impl Lanes for Plain {
         m
     }
     #[inline(always)]
+    fn mask(bits: u32) -> u32 {
+        bits & ((1 << WIDTH) - 1)
+    }
+    #[inline(always)]
     fn reduce_min(self) -> f32 {
         self.0.into_iter().fold(f32::INFINITY, f32::min)
     }
@@ -261,6 +267,10 @@ mod x86 {
         #[inline(always)]
         fn bits(m: __mmask16) -> u32 {
             u32::from(m)
+        }
+        #[inline(always)]
+        fn mask(bits: u32) -> __mmask16 {
+            bits as __mmask16
         }
         #[inline(always)]
         fn reduce_min(self) -> f32 {
@@ -393,6 +403,17 @@ mod x86 {
         #[inline(always)]
         fn bits(m: [__m256; 2]) -> u32 {
             unsafe { (_mm256_movemask_ps(m[0]) as u32) | (_mm256_movemask_ps(m[1]) as u32) << 8 }
+        }
+        #[inline(always)]
+        fn mask(bits: u32) -> [__m256; 2] {
+            unsafe {
+                let lane = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+                let half = |b: u32| {
+                    let v = _mm256_and_si256(_mm256_set1_epi32(b as i32), lane);
+                    _mm256_castsi256_ps(_mm256_cmpeq_epi32(v, lane))
+                };
+                [half(bits & 0xff), half(bits >> 8 & 0xff)]
+            }
         }
         #[inline(always)]
         fn reduce_min(self) -> f32 {

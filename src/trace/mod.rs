@@ -261,20 +261,26 @@ pub fn validate_segments(segments: &[Segment]) -> crate::Result<()> {
 }
 
 /// Whether no segment is staged and every coordinate is within
-/// [`crate::limits::MAX_COORDINATE`] ([`in_range`]): coordinates compared as the bits of their
-/// magnitudes, whose integer order is the float order (NaN and infinities lie above every
-/// finite bound), over the batch's words in a fixed pattern, so the loop runs in vector lanes.
+/// [`crate::limits::MAX_COORDINATE`] ([`in_range`]). A coordinate's magnitude bits, whose
+/// integer order is the float order (NaN and infinities lie above every finite bound), plus
+/// `0x7fff_ffff - MAX` carry into the top bit exactly when it is out of range; the batch's
+/// words are or-ed together in a fixed pattern, so the loop runs in vector lanes.
 pub(crate) fn all_plain(segments: &[Segment]) -> bool {
     const M: u32 = 0x7fff_ffff;
-    const MAX: u32 = crate::limits::MAX_COORDINATE.to_bits();
-    // Per word of a segment: start x, y, z, stage (must be 0), end x, y, z, padding.
+    const BIAS: u32 = M - crate::limits::MAX_COORDINATE.to_bits();
+    // Per word of a segment: start x, y, z, stage (kept whole: must be 0), end x, y, z,
+    // padding (ignored).
     const KEEP: [u32; 8] = [M, M, M, u32::MAX, M, M, M, 0];
-    const LIMIT: [u32; 8] = [MAX, MAX, MAX, 0, MAX, MAX, MAX, 0];
+    const ADD: [u32; 8] = [BIAS, BIAS, BIAS, 0, BIAS, BIAS, BIAS, 0];
     let words: &[[u32; 8]] = bytemuck::cast_slice(segments);
-    let over = words.iter().fold([0u32; 8], |acc, w| {
-        std::array::from_fn(|k| acc[k] | u32::from(w[k] & KEEP[k] > LIMIT[k]))
-    });
-    over == [0; 8]
+    let mut acc = [0u32; 8];
+    for w in words {
+        for k in 0..8 {
+            acc[k] |= (w[k] & KEEP[k]) + ADD[k];
+        }
+    }
+    let coords = acc[0] | acc[1] | acc[2] | acc[4] | acc[5] | acc[6];
+    coords & !M == 0 && acc[3] == 0
 }
 
 /// Longest staged run [`Segment::staged`] encodes.

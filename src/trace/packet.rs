@@ -2,13 +2,17 @@
 //! (a sensor grid's, a viewshed's, a line-of-sight table's rows) are traced [`WIDTH`] at a time
 //! down the four-wide tree, each node and triangle loaded once for the packet and tested for
 //! all its rays in SIMD lanes (Wald, Slusallek, Benthin, Wagner, "Interactive Rendering with
-//! Coherent Ray Tracing", 2001). A stack entry carries the lanes whose own slab test entered
-//! it, so a lane tests exactly the leaves the single-ray walk tests, with the same slab test
-//! and the same watertight triangle test, operation for operation: every bit equals the
-//! single-ray walk's. The shared origin is subtracted from a box plane or a vertex once per
-//! packet instead of once per ray, and a run's packets are built straight from its segments,
-//! sixteen lanes at a time, with no per-ray [`RayPrep`]. The lanes are AVX-512 or AVX2
-//! registers where the processor has them, else plain code ([`super::lanes`]).
+//! Coherent Ray Tracing", 2001). A run's packets are built straight from its segments, sixteen
+//! lanes at a time, with no per-ray [`RayPrep`], and traced octant by octant (the lanes going
+//! the same way along every axis). A node's children are first culled for all of an octant's
+//! lanes at once by interval bounds on their reciprocal directions (a [`Frustum`]); each lane
+//! then gets its own slab test of each child left, so a lane tests exactly the leaves the
+//! single-ray walk tests, with the same slab test and the same watertight triangle test,
+//! operation for operation: every bit equals the single-ray walk's. The walk goes down to the
+//! nearest child entered and stacks the others. The shared origin is subtracted from a box
+//! plane or a vertex once per packet instead of once per ray. The lanes are AVX-512 or AVX2
+//! registers where the processor has them, else plain code ([`super::lanes`]). Packets of rays
+//! with their own origins ([`trace_each`]) take the lanes' slab tests alone.
 
 use super::cpu::{prefetch, RayPrep, BOX_PAD, EDGE_SNAP, STACK_SIZE};
 #[cfg(target_arch = "x86_64")]
@@ -40,8 +44,12 @@ struct Packet<V: Lanes> {
     /// Per axis, the lanes whose reciprocal is negative: they enter a box by its upper plane.
     neg: [V::M; 3],
     /// Per axis, the row of [`WideNode::bounds`] every lane enters by, where they all do
-    /// (read only by walks that know it, [`Frustum::uniform`]).
+    /// (set by [`Packet::frustum`] for its lanes).
     near_rows: [usize; 3],
+    /// Per axis, the lanes whose ray runs mostly along it (the watertight test's `kz`), and the
+    /// lanes going down that axis (both empty where not known: packets of [`Packet::new`]).
+    kz: [u32; 3],
+    kz_neg: u32,
     /// `rows[k][axis]`: the lanes' shear rows of the watertight test ([`RayPrep`]'s `rows`).
     rows: [[V; 3]; 3],
     /// Each lane's limit: a hit counts where `0 < t < t_max`.
@@ -59,31 +67,26 @@ struct Packet<V: Lanes> {
 /// and still give each lane its own answer.
 #[derive(Clone, Copy)]
 struct Frustum {
-    /// Per axis, the row of [`WideNode::bounds`] every lane enters by; `None` where the lanes
-    /// go both ways along the axis (it bounds nothing then).
-    near: [Option<usize>; 3],
+    /// Per axis, the row of [`WideNode::bounds`] every lane enters by: a frustum's lanes lie
+    /// in one octant ([`Packet::octant`]).
+    near: [usize; 3],
     org: [Vec4; 3],
     /// Per axis, the lanes' least and greatest reciprocal.
     rmin: [Vec4; 3],
     rmax: [Vec4; 3],
     t_max: f32,
+    /// `(kx, ky, kz)` of the watertight test where every lane has the same.
+    perm: Option<[usize; 3]>,
 }
 
 impl Frustum {
-    /// Whether every axis bounds it: every lane enters a box by the same planes.
-    #[inline(always)]
-    fn uniform(&self) -> bool {
-        self.near.iter().all(Option::is_some)
-    }
-
     /// The children of `n` (bit `i` for child `i`) that some lane's slab test may enter, and
     /// the least distance at which any lane may enter each.
     #[inline(always)]
     fn children(&self, n: &WideNode) -> (u32, Vec4) {
         let mut near = Vec4::ZERO;
         let mut far = Vec4::splat(self.t_max);
-        for a in 0..3 {
-            let Some(row) = self.near[a] else { continue };
+        for (a, &row) in self.near.iter().enumerate() {
             let dn = Vec4::from(n.bounds[row]) - self.org[a];
             let df = Vec4::from(n.bounds[row ^ 1]) - self.org[a];
             // The least entry and the greatest exit over the lanes' reciprocals.
@@ -98,26 +101,49 @@ impl Frustum {
 }
 
 impl<V: Lanes> Packet<V> {
-    /// The packet's [`Frustum`], where at least one axis bounds it.
+    /// The [`Frustum`] of the lanes in `lanes`, which lie in one octant; also sets the rows
+    /// the shared-origin slab tests read ([`Packet::near_rows`]) for them.
     #[inline(always)]
-    fn frustum(&mut self) -> Option<Frustum> {
+    fn frustum(&mut self, lanes: u32) -> Frustum {
+        let m = V::mask(lanes);
         let mut f = Frustum {
-            near: [None; 3],
+            near: [0, 2, 4],
             org: self.org.map(Vec4::splat),
             rmin: [Vec4::ZERO; 3],
             rmax: [Vec4::ZERO; 3],
             t_max: self.t_max.reduce_max(),
+            perm: None,
         };
-        for a in 0..3 {
-            let neg = V::bits(self.neg[a]) & self.valid;
-            if neg == 0 || neg == self.valid {
-                f.near[a] = Some(2 * a + usize::from(neg != 0));
-                self.near_rows[a] = 2 * a + usize::from(neg != 0);
-                f.rmin[a] = Vec4::splat(self.inv[a].reduce_min());
-                f.rmax[a] = Vec4::splat(self.inv[a].reduce_max());
+        if let Some(kz) = (0..3).find(|&a| lanes & !self.kz[a] == 0) {
+            let neg = self.kz_neg & lanes;
+            if neg == 0 || neg == lanes {
+                // `RayPrep::new`'s (kx, ky) for kz and its sign.
+                const AXES: [[(usize, usize); 2]; 3] =
+                    [[(1, 2), (2, 1)], [(2, 0), (0, 2)], [(0, 1), (1, 0)]];
+                let (kx, ky) = AXES[kz][usize::from(neg != 0)];
+                f.perm = Some([kx, ky, kz]);
             }
         }
-        f.near.iter().any(Option::is_some).then_some(f)
+        for a in 0..3 {
+            let row = 2 * a + usize::from(V::bits(self.neg[a]) & lanes != 0);
+            f.near[a] = row;
+            self.near_rows[a] = row;
+            let inv = self.inv[a];
+            f.rmin[a] = Vec4::splat(V::select(m, inv, V::splat(f32::INFINITY)).reduce_min());
+            f.rmax[a] = Vec4::splat(V::select(m, inv, V::splat(f32::NEG_INFINITY)).reduce_max());
+        }
+        f
+    }
+
+    /// The lanes of `lanes` that go the same way as lane `l` along every axis (its octant).
+    #[inline(always)]
+    fn octant(&self, lanes: u32, l: u32) -> u32 {
+        let mut same = lanes;
+        for a in 0..3 {
+            let neg = V::bits(self.neg[a]);
+            same &= if neg >> l & 1 == 1 { neg } else { !neg };
+        }
+        same
     }
 
     /// `rays` (1 to [`WIDTH`]) with their limits `t_max(lane)` in lanes `0..rays.len()`; the
@@ -148,6 +174,8 @@ impl<V: Lanes> Packet<V> {
             inv,
             neg: [inv[0].lt(zero), inv[1].lt(zero), inv[2].lt(zero)],
             near_rows: [0, 2, 4],
+            kz: [0; 3],
+            kz_neg: 0,
             rows: [load3(&rows[0]), load3(&rows[1]), load3(&rows[2])],
             t_max: V::load(&limit),
             valid: (1 << rays.len()) - 1,
@@ -206,6 +234,8 @@ impl<V: Lanes> Packet<V> {
             inv,
             neg: [inv[0].lt(zero), inv[1].lt(zero), inv[2].lt(zero)],
             near_rows: [0, 2, 4],
+            kz: [V::bits(k0), V::bits(k1), V::bits(k2)],
+            kz_neg: V::bits(neg),
             rows: [
                 shear_row(is_kx, is_kz, sx.mul(minus)),
                 shear_row(is_ky, is_kz, sy.mul(minus)),
@@ -223,15 +253,10 @@ impl<V: Lanes> Packet<V> {
     /// One axis of a slab test of child `i` of `n`: the lanes' distances to the planes they
     /// enter and leave by.
     #[inline(always)]
-    fn slab<const SHARED: bool, const UNIFORM: bool>(
-        &self,
-        n: &WideNode,
-        i: usize,
-        a: usize,
-    ) -> (V, V) {
+    fn slab<const SHARED: bool>(&self, n: &WideNode, i: usize, a: usize) -> (V, V) {
         let inv = self.inv[a];
-        if SHARED && UNIFORM {
-            // Every lane enters by the same plane: no per-lane choice.
+        if SHARED {
+            // A frustum's lanes all enter by the same plane ([`Packet::frustum`] set it).
             let row = self.near_rows[a];
             let (near, far) = (n.bounds[row][i], n.bounds[row ^ 1][i]);
             return (
@@ -240,14 +265,10 @@ impl<V: Lanes> Packet<V> {
             );
         }
         let (lo, hi) = (n.bounds[2 * a][i], n.bounds[2 * a + 1][i]);
-        let (lo, hi) = if SHARED {
-            (V::splat(lo - self.org[a]), V::splat(hi - self.org[a]))
-        } else {
-            (
-                V::splat(lo).sub(self.orgs[a]),
-                V::splat(hi).sub(self.orgs[a]),
-            )
-        };
+        let (lo, hi) = (
+            V::splat(lo).sub(self.orgs[a]),
+            V::splat(hi).sub(self.orgs[a]),
+        );
         let neg = self.neg[a];
         (
             V::select(neg, hi, lo).mul(inv),
@@ -276,11 +297,11 @@ impl<V: Lanes> Packet<V> {
     /// Lanes whose slab test enters child `i` of `n` before their `t_max` and whose entry is
     /// not past it: `children_entry` and the any-hit walk's pop test, lane by lane.
     #[inline(always)]
-    fn enters<const SHARED: bool, const UNIFORM: bool>(&self, n: &WideNode, i: usize) -> u32 {
+    fn enters<const SHARED: bool>(&self, n: &WideNode, i: usize) -> u32 {
         let ((nx, fx), (ny, fy), (nz, fz)) = (
-            self.slab::<SHARED, UNIFORM>(n, i, 0),
-            self.slab::<SHARED, UNIFORM>(n, i, 1),
-            self.slab::<SHARED, UNIFORM>(n, i, 2),
+            self.slab::<SHARED>(n, i, 0),
+            self.slab::<SHARED>(n, i, 1),
+            self.slab::<SHARED>(n, i, 2),
         );
         let near = nx.max(ny).max(nz.max(V::splat(0.0)));
         let far = fx.min(fy).min(fz.min(self.t_max)).mul(V::splat(BOX_PAD));
@@ -289,14 +310,25 @@ impl<V: Lanes> Packet<V> {
 
     /// Lanes whose ray meets `tri` with `0 < t < t_max`: [`super::cpu::intersect`] lane by lane.
     #[inline(always)]
-    fn hits<const SHARED: bool>(&self, tri: &GpuTriangle) -> u32 {
-        let a = self.relative::<SHARED>(tri.v0);
-        let b = self.relative::<SHARED>(tri.v1);
-        let c = self.relative::<SHARED>(tri.v2);
-        let [r0, r1, r2] = &self.rows;
-        let (ax, ay) = (dot(r0, &a), dot(r1, &a));
-        let (bx, by) = (dot(r0, &b), dot(r1, &b));
-        let (cx, cy) = (dot(r0, &c), dot(r1, &c));
+    fn hits<const SHARED: bool>(&self, tri: &GpuTriangle, shear: Option<&Shear<V>>) -> u32 {
+        let ((ax, ay, az), (bx, by, bz), (cx, cy, cz)) = match shear {
+            Some(s) if SHARED => (
+                s.apply(tri.v0, self.org),
+                s.apply(tri.v1, self.org),
+                s.apply(tri.v2, self.org),
+            ),
+            _ => {
+                let a = self.relative::<SHARED>(tri.v0);
+                let b = self.relative::<SHARED>(tri.v1);
+                let c = self.relative::<SHARED>(tri.v2);
+                let [r0, r1, r2] = &self.rows;
+                (
+                    (dot(r0, &a), dot(r1, &a), dot(r2, &a)),
+                    (dot(r0, &b), dot(r1, &b), dot(r2, &b)),
+                    (dot(r0, &c), dot(r1, &c), dot(r2, &c)),
+                )
+            }
+        };
         let zero = V::splat(0.0);
         let u = edge(cx.mul(by), cy.mul(bx));
         let v = edge(ax.mul(cy), ay.mul(cx));
@@ -304,10 +336,7 @@ impl<V: Lanes> Packet<V> {
         let below = V::or(V::or(u.lt(zero), v.lt(zero)), w.lt(zero));
         let above = V::or(V::or(u.gt(zero), v.gt(zero)), w.gt(zero));
         let det = u.add(v).add(w);
-        let t_scaled = u
-            .mul(dot(r2, &a))
-            .add(v.mul(dot(r2, &b)))
-            .add(w.mul(dot(r2, &c)));
+        let t_scaled = u.mul(az).add(v.mul(bz)).add(w.mul(cz));
         let sign = V::select(det.lt(zero), V::splat(-1.0), V::splat(1.0));
         let (ts, ds) = (t_scaled.mul(sign), det.mul(sign));
         let out = V::or(ts.le(zero), ts.ge(self.t_max.mul(ds)));
@@ -347,6 +376,41 @@ fn safe_inv<V: Lanes>(d: V) -> V {
     V::splat(1.0).div(V::select(d.abs().lt(V::splat(1e-30)), tiny, d))
 }
 
+/// The watertight test's shear of a group of lanes that share its axes `(kx, ky, kz)`: each
+/// row holds 1 at `kx` (or `ky`), a lane's shear at `kz` and 0 elsewhere, so its dot product
+/// with a vertex is one product and one sum, the value [`dot`] gives (its other products are
+/// zeros).
+struct Shear<V: Lanes> {
+    k: [usize; 3],
+    /// The rows' entries at `kz`.
+    s: [V; 3],
+}
+
+impl<V: Lanes> Shear<V> {
+    /// The shear of `p`'s lanes when they share the axes `k`.
+    #[inline(always)]
+    fn new(p: &Packet<V>, k: [usize; 3]) -> Self {
+        let kz = k[2];
+        Shear {
+            k,
+            s: [p.rows[0][kz], p.rows[1][kz], p.rows[2][kz]],
+        }
+    }
+
+    /// Vertex `v` relative to `org`, sheared onto the lanes' planes.
+    #[inline(always)]
+    fn apply(&self, v: [f32; 3], org: [f32; 3]) -> (V, V, V) {
+        let [kx, ky, kz] = self.k;
+        let d = [v[0] - org[0], v[1] - org[1], v[2] - org[2]];
+        let z = V::splat(d[kz]);
+        (
+            V::splat(d[kx]).add(self.s[0].mul(z)),
+            V::splat(d[ky]).add(self.s[1].mul(z)),
+            self.s[2].mul(z),
+        )
+    }
+}
+
 /// `Vec3A::dot`'s order: `(x * x' + y * y') + z * z'`.
 #[inline(always)]
 fn dot<V: Lanes>(r: &[V; 3], v: &[V; 3]) -> V {
@@ -364,7 +428,7 @@ fn edge<V: Lanes>(p: V, q: V) -> V {
 /// Lanes of `p` (among `lanes`) that a triangle of `tier` matching `mask` blocks before their
 /// `t_max`.
 #[inline(always)]
-fn any_hit<V: Lanes, const SHARED: bool>(
+fn any_hit<V: Lanes>(
     tier: &Tier,
     p: &Packet<V>,
     mask: u32,
@@ -388,7 +452,7 @@ fn any_hit<V: Lanes, const SHARED: bool>(
         if count > 0 {
             for tri in &triangles[child as usize..][..count as usize] {
                 if tri.flags & mask != 0 {
-                    active &= !(p.hits::<SHARED>(tri) & m);
+                    active &= !(p.hits::<false>(tri, None) & m);
                     if active & m == 0 {
                         break;
                     }
@@ -401,7 +465,7 @@ fn any_hit<V: Lanes, const SHARED: bool>(
         }
         let n = &nodes[child as usize];
         for i in 0..4 {
-            let e = p.enters::<SHARED, false>(n, i) & m;
+            let e = p.enters::<false>(n, i) & m;
             if e != 0 {
                 // Popped after its siblings: the load overlaps their tests.
                 prefetch(nodes, triangles, n.child[i], n.count[i]);
@@ -417,7 +481,7 @@ fn any_hit<V: Lanes, const SHARED: bool>(
 /// all lanes at once: only a leaf's box gets each lane's slab test, so a lane still tests the
 /// leaves its single-ray walk tests (and no others), and gets the same bit.
 #[inline(always)]
-fn any_hit_frustum<V: Lanes, const UNIFORM: bool>(
+fn any_hit_frustum<V: Lanes>(
     tier: &Tier,
     p: &Packet<V>,
     f: &Frustum,
@@ -429,6 +493,7 @@ fn any_hit_frustum<V: Lanes, const UNIFORM: bool>(
     if nodes.is_empty() || lanes == 0 {
         return 0;
     }
+    let shear = f.perm.map(|k| Shear::new(p, k));
     let mut active = lanes;
     stack[0] = (0, 0, lanes);
     let mut sp = 1;
@@ -451,7 +516,7 @@ fn any_hit_frustum<V: Lanes, const UNIFORM: bool>(
             while open != 0 {
                 let i = open.trailing_zeros() as usize;
                 open &= open - 1;
-                let e = p.enters::<true, UNIFORM>(n, i) & m;
+                let e = p.enters::<true>(n, i) & m;
                 if e == 0 {
                     continue;
                 }
@@ -478,7 +543,7 @@ fn any_hit_frustum<V: Lanes, const UNIFORM: bool>(
         }
         for tri in &triangles[child as usize..][..count as usize] {
             if tri.flags & mask != 0 {
-                active &= !(p.hits::<true>(tri) & m);
+                active &= !(p.hits::<true>(tri, shear.as_ref()) & m);
                 if active & m == 0 {
                     break;
                 }
@@ -600,7 +665,7 @@ fn trace_each_in<V: Lanes>(job: &Each, stack: &mut PacketStack, words: &mut [u32
         let p = Packet::<V>::new(&job.rays[base..base + n], |k| job.t_max[base + k]);
         let mut blocked = 0;
         for t in job.tiers {
-            blocked |= any_hit::<V, false>(t, &p, job.mask, p.valid & !blocked, stack);
+            blocked |= any_hit(t, &p, job.mask, p.valid & !blocked, stack);
         }
         or_bits(words, base, n, blocked);
     }
@@ -646,17 +711,18 @@ fn trace_fans_in<V: Lanes>(job: &Fans, out: &mut FansOut) -> bool {
             for base in (start..end).step_by(WIDTH) {
                 let n = WIDTH.min(end - base);
                 let mut p = Packet::<V>::from_fan(org, &segments[base..base + n]);
-                let frustum = p.frustum();
                 let mut blocked = 0;
-                for t in tiers {
-                    let lanes = p.valid & !blocked;
-                    blocked |= match &frustum {
-                        Some(f) if f.uniform() => {
-                            any_hit_frustum::<V, true>(t, &p, f, mask, lanes, stack)
-                        }
-                        Some(f) => any_hit_frustum::<V, false>(t, &p, f, mask, lanes, stack),
-                        None => any_hit::<V, true>(t, &p, mask, lanes, stack),
-                    };
+                // Octant by octant (Embree's coherent packets), so every lane of a frustum
+                // goes the same way along each axis.
+                let mut left = p.valid;
+                while left != 0 {
+                    let group = p.octant(left, left.trailing_zeros());
+                    left &= !group;
+                    let f = p.frustum(group);
+                    for t in tiers {
+                        let lanes = group & !blocked;
+                        blocked |= any_hit_frustum(t, &p, &f, mask, lanes, stack);
+                    }
                 }
                 or_bits(traced, base, n, u32::MAX);
                 or_bits(words, base, n, blocked);
