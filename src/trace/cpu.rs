@@ -10,7 +10,7 @@
 use super::{packet, HitRecord, Occlusion, Ray, Segment, NO_HIT};
 use crate::bvh::{GpuTriangle, WideNode};
 use crate::scene::Tier;
-use glam::{Vec3, Vec3A, Vec4};
+use glam::{BVec3A, Vec3, Vec3A, Vec4};
 use rayon::prelude::*;
 
 /// Traversal stack entries: the builder bounds the depth at 64 (SAH to depth 32, then median
@@ -80,31 +80,31 @@ impl RayPrep {
     #[must_use]
     #[inline]
     pub fn new(org: Vec3, dir: Vec3) -> RayPrep {
+        // Without branches (random rays would mispredict them): kz is the largest component
+        // (the first of equals), (kx, ky) from a table by kz and its sign.
+        const AXES: [(usize, usize); 6] = [(1, 2), (2, 1), (2, 0), (0, 2), (0, 1), (1, 0)];
         let a = dir.abs();
-        let kz = if a.x >= a.y && a.x >= a.z {
-            0
-        } else if a.y >= a.z {
-            1
-        } else {
-            2
-        };
+        let x_first = (a.x >= a.y) & (a.x >= a.z);
+        let kz = usize::from(!x_first) * (1 + usize::from(!(a.y >= a.z)));
         let d = dir.to_array();
-        let (kx, ky) = match (kz, d[kz] < 0.0) {
-            (0, false) => (1, 2),
-            (0, true) => (2, 1),
-            (1, false) => (2, 0),
-            (1, true) => (0, 2),
-            (_, false) => (0, 1),
-            (_, true) => (1, 0),
-        };
+        let (kx, ky) = AXES[2 * kz + usize::from(d[kz] < 0.0)];
         // Per-lane IEEE division: the same bits as dir[kx] / dir[kz] and so on.
         let shear = Vec3A::new(d[kx], d[ky], 1.0) / Vec3A::splat(d[kz]);
-        let mut rows = [Vec3A::ZERO; 3];
-        rows[0][kx] = 1.0;
-        rows[0][kz] = -shear.x;
-        rows[1][ky] = 1.0;
-        rows[1][kz] = -shear.y;
-        rows[2][kz] = shear.z;
+        // Whole vectors by selects: a lane written into a vector read back whole stalls.
+        let at = |k: usize| BVec3A::new(k == 0, k == 1, k == 2);
+        let (ix, iy, iz) = (at(kx), at(ky), at(kz));
+        let row = |i: BVec3A, s: f32| {
+            Vec3A::select(
+                i,
+                Vec3A::ONE,
+                Vec3A::select(iz, Vec3A::splat(s), Vec3A::ZERO),
+            )
+        };
+        let rows = [
+            row(ix, -shear.x),
+            row(iy, -shear.y),
+            Vec3A::select(iz, Vec3A::splat(shear.z), Vec3A::ZERO),
+        ];
         // Near-zero components get a tiny stand-in so the slab test never computes 0 * inf.
         let dir = Vec3A::from(dir);
         let tiny = dir.abs().cmplt(Vec3A::splat(1e-30));
@@ -287,11 +287,12 @@ fn push_sorted(
     near: Vec4,
 ) {
     let base = *sp;
-    for (i, near) in near.to_array().into_iter().enumerate() {
-        if mask >> i & 1 == 0 {
-            continue;
-        }
-        let e = (node.child[i], node.count[i], near);
+    let near = near.to_array();
+    let mut left = mask;
+    while left != 0 {
+        let i = left.trailing_zeros() as usize;
+        left &= left - 1;
+        let e = (node.child[i], node.count[i], near[i]);
         // Insertion: entries below `base` are untouched; farther entries sink.
         let mut k = *sp;
         while k > base && stack[k - 1].2 < e.2 {
@@ -532,19 +533,23 @@ fn occluded_in(
         }
         trace_chunk(state, tiers, mask, fusion, words, chunk);
     };
-    if segments.len() <= SERIAL_BELOW {
-        // Searches make many small calls: the thread keeps its scratch (stacks of 20 KB)
-        // between them instead of zeroing a fresh one each time.
+    // Each thread keeps its scratch (stacks of 20 KB) between tasks and calls (searches make
+    // many small ones) instead of zeroing a fresh one each time.
+    let run = |pair| {
         let mut state = SCRATCH.take().unwrap_or_else(init);
-        for pair in out.words.chunks_mut(WORDS).zip(segments.chunks(32 * WORDS)) {
-            task(&mut state, pair);
-        }
+        task(&mut state, pair);
         SCRATCH.set(Some(state));
+    };
+    if segments.len() <= SERIAL_BELOW {
+        out.words
+            .chunks_mut(WORDS)
+            .zip(segments.chunks(32 * WORDS))
+            .for_each(run);
     } else {
         out.words
             .par_chunks_mut(WORDS)
             .zip(segments.par_chunks(32 * WORDS))
-            .for_each_init(init, task);
+            .for_each(run);
     }
     (out, plain.into_inner())
 }
@@ -612,7 +617,7 @@ fn trace_chunk(
 }
 
 thread_local! {
-    /// The scratch of this thread's last serial [`occluded_with`] call, kept for the next.
+    /// The scratch of this thread's last [`occluded_with`] task, kept for the next.
     static SCRATCH: std::cell::Cell<Option<OccludedState>> = const { std::cell::Cell::new(None) };
 }
 
@@ -718,7 +723,7 @@ pub fn closest_hit_with(
             Vec::with_capacity(CHUNK),
         )
     };
-    let task = |(stacks, preps, t_max): &mut (Box<Stacks>, Vec<RayPrep>, Vec<f32>),
+    let task = |(stacks, preps, t_max): &mut ClosestState,
                 (best, chunk): (&mut [HitRecord], &[Ray])| {
         preps.clear();
         preps.extend(
@@ -732,17 +737,29 @@ pub fn closest_hit_with(
             closest_stream(t, preps, t_max, mask, stacks, best);
         }
     };
+    // Each thread keeps its scratch between tasks and calls, as `occluded_in` does.
+    let run = |pair| {
+        let mut state = CLOSEST_SCRATCH.take().unwrap_or_else(init);
+        task(&mut state, pair);
+        CLOSEST_SCRATCH.set(Some(state));
+    };
     if rays.len() <= SERIAL_BELOW {
-        let mut state = init();
-        for pair in out.chunks_mut(CHUNK).zip(rays.chunks(CHUNK)) {
-            task(&mut state, pair);
-        }
+        out.chunks_mut(CHUNK).zip(rays.chunks(CHUNK)).for_each(run);
     } else {
         out.par_chunks_mut(CHUNK)
             .zip(rays.par_chunks(CHUNK))
-            .for_each_init(init, task);
+            .for_each(run);
     }
     out
+}
+
+/// Per-thread scratch of [`closest_hit_with`]: stacks, ray preparations and limits.
+type ClosestState = (Box<Stacks>, Vec<RayPrep>, Vec<f32>);
+
+thread_local! {
+    /// The scratch of this thread's last [`closest_hit_with`] task, kept for the next.
+    static CLOSEST_SCRATCH: std::cell::Cell<Option<ClosestState>> =
+        const { std::cell::Cell::new(None) };
 }
 
 /// Brute force over every triangle: the reference the BVH walks are tested against.
