@@ -651,6 +651,41 @@ fn bad_queries_are_errors_and_empty_scenes_block_nothing() {
     }
 }
 
+/// A batch large enough to be traced on every core is checked as it is traced: a bad end point
+/// deep in it is the same named error as in a small batch (nothing answered), a bad stage is
+/// refused, and valid staged runs get the bits of the same segments plain on the CPU (which
+/// traces every staged segment).
+#[test]
+fn large_batches_are_checked_as_they_are_traced() {
+    let scene = procedural::village(2, 1);
+    let plain = random_segments(&scene, 50_000, 77);
+    for engine in std::iter::once(Engine::cpu()).chain(gpu::gpu_engine()) {
+        for (bad, what) in [(f32::INFINITY, "NaN or infinite"), (2e9, "too far")] {
+            let mut segs = plain.clone();
+            segs[37_123].end[1] = bad;
+            match engine.occluded(&scene, &segs, Mask::SIGHT) {
+                Err(sightline::Error::NonFiniteQuery { index, .. }) => assert_eq!(index, 37_123),
+                other => panic!("{what}: {other:?}"),
+            }
+        }
+    }
+    let cpu = Engine::cpu();
+    let staged: Vec<Segment> = plain
+        .iter()
+        .enumerate()
+        .map(|(i, s)| s.staged((i % 3) as u32, (i % 3) as u32))
+        .collect();
+    let want = cpu.occluded(&scene, &plain, Mask::SIGHT).unwrap();
+    let got = cpu.occluded(&scene, &staged, Mask::SIGHT).unwrap();
+    assert!(want.count_ones() > 1000, "{} blocked", want.count_ones());
+    assert!(got.iter().eq(want.iter()));
+    // Segment 40,000 (lead 1 in its run) claims lead 2 after a segment of lead 0.
+    let mut broken = staged.clone();
+    broken[40_000] = plain[40_000].staged(2, 0);
+    let err = cpu.occluded(&scene, &broken, Mask::SIGHT).unwrap_err();
+    assert!(err.to_string().contains("segment 40000"), "{err}");
+}
+
 #[test]
 fn moving_objects_between_queries_updates_both_backends() {
     let mut scene = procedural::rock(1, 1);
