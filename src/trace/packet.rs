@@ -345,6 +345,30 @@ impl<V: Lanes> Packet<V> {
     }
 }
 
+impl<V: Lanes> Packet<V> {
+    /// `active` without the lanes of `m` that a triangle of `tris` matching `mask` blocks
+    /// (stopping once none of `m` is left).
+    #[inline(always)]
+    fn leaf<const SHARED: bool>(
+        &self,
+        tris: &[GpuTriangle],
+        mask: u32,
+        m: u32,
+        mut active: u32,
+        shear: Option<&Shear<V>>,
+    ) -> u32 {
+        for tri in tris {
+            if tri.flags & mask != 0 {
+                active &= !(self.hits::<SHARED>(tri, shear) & m);
+                if active & m == 0 {
+                    break;
+                }
+            }
+        }
+        active
+    }
+}
+
 /// Three axes' lanes.
 #[inline(always)]
 fn load3<V: Lanes>(a: &[Arr; 3]) -> [V; 3] {
@@ -450,14 +474,8 @@ fn any_hit<V: Lanes>(
             continue;
         }
         if count > 0 {
-            for tri in &triangles[child as usize..][..count as usize] {
-                if tri.flags & mask != 0 {
-                    active &= !(p.hits::<false>(tri, None) & m);
-                    if active & m == 0 {
-                        break;
-                    }
-                }
-            }
+            let tris = &triangles[child as usize..][..count as usize];
+            active = p.leaf::<false>(tris, mask, m, active, None);
             if active == 0 {
                 break;
             }
@@ -477,9 +495,11 @@ fn any_hit<V: Lanes>(
     lanes & !active
 }
 
-/// [`any_hit`] of a shared-origin packet whose inner nodes are culled by its frustum `f` for
-/// all lanes at once: only a leaf's box gets each lane's slab test, so a lane still tests the
-/// leaves its single-ray walk tests (and no others), and gets the same bit.
+/// [`any_hit`] of a shared-origin packet's lanes of one octant: a node's children are first
+/// culled for all of them by their frustum `f`, then each lane's slab test takes the children
+/// left, so a lane still tests the leaves its single-ray walk tests (and no others) and gets
+/// the same bit. The walk goes down to the nearest child some lane enters and stacks the
+/// others, nearer ones on top.
 #[inline(always)]
 fn any_hit_frustum<V: Lanes>(
     tier: &Tier,
@@ -541,14 +561,8 @@ fn any_hit_frustum<V: Lanes>(
                 prefetch(nodes, triangles, wait.0, wait.1);
             }
         }
-        for tri in &triangles[child as usize..][..count as usize] {
-            if tri.flags & mask != 0 {
-                active &= !(p.hits::<true>(tri, shear.as_ref()) & m);
-                if active & m == 0 {
-                    break;
-                }
-            }
-        }
+        let tris = &triangles[child as usize..][..count as usize];
+        active = p.leaf::<true>(tris, mask, m, active, shear.as_ref());
         if active == 0 {
             break;
         }
