@@ -5,14 +5,14 @@
 //! Coherent Ray Tracing", 2001). A run's packets are built straight from its segments, sixteen
 //! lanes at a time, with no per-ray [`RayPrep`], and traced octant by octant (the lanes going
 //! the same way along every axis). A node's children are first culled for all of an octant's
-//! lanes at once by interval bounds on their reciprocal directions (a [`Frustum`]); each lane
+//! lanes at once by interval bounds on their reciprocal directions (a `Frustum`); each lane
 //! then gets its own slab test of each child left, so a lane tests exactly the leaves the
 //! single-ray walk tests, with the same slab test and the same watertight triangle test,
 //! operation for operation: every bit equals the single-ray walk's. The walk goes down to the
 //! nearest child entered and stacks the others. The shared origin is subtracted from a box
 //! plane or a vertex once per packet instead of once per ray. The lanes are AVX-512 or AVX2
-//! registers where the processor has them, else plain code ([`super::lanes`]). Packets of rays
-//! with their own origins ([`trace_each`]) take the lanes' slab tests alone.
+//! registers where the processor has them, else plain code (`trace::lanes`). Packets of rays
+//! with their own origins (`trace_each`) take the lanes' slab tests alone.
 
 use super::cpu::{prefetch, RayPrep, BOX_PAD, EDGE_SNAP, STACK_SIZE};
 #[cfg(target_arch = "x86_64")]
