@@ -432,8 +432,7 @@ fn open_headroom(
     let probe = Probe {
         grid,
         candidates: &candidates,
-        window: &window,
-        lines: Lines::new(&candidates, grid.frame.width, rows),
+        lines: Lines::new(&candidates, &window, grid.frame.width, rows),
         reach,
     };
     let ([ahead, behind], traced) = probe.open_both(engine, scene, rounds, all)?;
@@ -492,18 +491,20 @@ fn probe_height(underside: f32, y: f32) -> f32 {
 
 /// The candidates in probe-line order, cut into the blocks that share probes
 /// ([`Probe::open_both`]): `order` lists candidate numbers line by line, each line in order
-/// along [`SIDEWAYS`]; `at` holds each entry's position along its line; `blocks` are the
-/// ranges of `order` on one line within one run of [`BLOCK`] positions.
+/// along [`SIDEWAYS`]; `at` holds each entry's position along its line and `window` its
+/// candidate's window (entries in `order` are read in turn, not candidates at random);
+/// `blocks` are the ranges of `order` on one line within one run of [`BLOCK`] positions.
 struct Lines {
     order: Vec<u32>,
     at: Vec<u32>,
+    window: Vec<[f32; 3]>,
     blocks: Vec<(usize, usize)>,
 }
 
 impl Lines {
     /// Pixel `(c, r)` lies on the line of `(c + 4, r + 3)`, at position `r / 3`: a counting
     /// sort of the candidates (row-major, so each line comes out in order) by line.
-    fn new(candidates: &[usize], width: usize, rows: usize) -> Lines {
+    fn new(candidates: &[usize], window: &[[f32; 3]], width: usize, rows: usize) -> Lines {
         // Keeps `c - 4 (r / 3)` from going below zero.
         let shift = 4 * (rows / 3);
         let span = width + shift;
@@ -530,6 +531,7 @@ impl Lines {
             start[l as usize] += 1;
         }
         let at: Vec<u32> = order.iter().map(|&k| at[k as usize]).collect();
+        let window = order.iter().map(|&k| window[k as usize]).collect();
         let mut blocks = Vec::new();
         let mut first = 0;
         for s in 1..=order.len() {
@@ -541,16 +543,21 @@ impl Lines {
                 first = s;
             }
         }
-        Lines { order, at, blocks }
+        Lines {
+            order,
+            at,
+            window,
+            blocks,
+        }
     }
 }
 
-/// The sideways probes over a grid's candidate pixels (`candidates`, each with, in `window`,
-/// the lowest height its probe may leave from, its own probe's height and the highest).
+/// The sideways probes over a grid's candidate pixels (`candidates`), in probe-line order
+/// (`lines`, with each candidate's window: the lowest height its probe may leave from, its own
+/// probe's height and the highest).
 struct Probe<'a> {
     grid: &'a Columns,
     candidates: &'a [usize],
-    window: &'a [[f32; 3]],
     lines: Lines,
     reach: f32,
 }
@@ -576,13 +583,7 @@ impl Probe<'_> {
         rounds: usize,
         all: Mask,
     ) -> Result<([Vec<bool>; 2], usize)> {
-        let n = self.candidates.len();
-        let mut sweeps = [1, -1].map(|sign| Sweep {
-            sign,
-            open: vec![None; n],
-            asks: Vec::new(),
-            probed: Vec::new(),
-        });
+        let mut sweeps = [1, -1].map(|sign| Sweep::new(sign, &self.lines));
         let mut traced = 0;
         for round in 1..=rounds {
             let mut rays = Vec::new();
@@ -604,81 +605,107 @@ impl Probe<'_> {
                 w.settle(self, hits);
             }
         }
-        let [a, b] = sweeps.map(|w| w.open.into_iter().map(|o| o == Some(true)).collect());
+        // From entries of the lines back to candidates.
+        let [a, b] = sweeps.map(|w| {
+            let mut open = vec![false; w.open.len()];
+            for (&k, o) in self.lines.order.iter().zip(w.open) {
+                open[k as usize] = o == Some(true);
+            }
+            open
+        });
         Ok(([a, b], traced))
     }
 
-    /// The probes from candidates `probed` along `sign * SIDEWAYS`, each at its own probe
-    /// height.
+    /// The probes from the candidates of entries `probed` along `sign * SIDEWAYS`, each at
+    /// its own probe height.
     fn rays<'a>(&'a self, probed: &'a [u32], sign: i64) -> impl Iterator<Item = Ray> + 'a {
         let dir = SIDEWAYS * sign as f32;
-        probed.iter().map(move |&k| {
+        probed.iter().map(move |&s| {
+            let k = self.lines.order[s as usize];
             let c = self.grid.centre(self.candidates[k as usize]);
-            let mid = self.window[k as usize][1];
+            let mid = self.lines.window[s as usize][1];
             Ray::new(Vec3::new(c.x, mid, c.y), dir, self.reach)
         })
     }
 }
 
-/// The probes of one direction ([`Probe::open_both`]): each candidate's answer once settled,
-/// and this batch's asks (per unsettled candidate: the probe it takes, as an index into
-/// `probed`, and how many pixels lie between) and probed candidates.
+/// The probes of one direction ([`Probe::open_both`]): each candidate's answer once settled
+/// (by entry of [`Lines::order`]), the blocks that may still hold unsettled candidates
+/// (`pending`, indices into [`Lines::blocks`]), and this batch's asks (per unsettled entry:
+/// the probe it takes, as an index into `probed`, and how many pixels lie between) and probed
+/// entries.
 struct Sweep {
     sign: i64,
     open: Vec<Option<bool>>,
+    pending: Vec<u32>,
     asks: Vec<(u32, u32, u32)>,
     probed: Vec<u32>,
 }
 
 impl Sweep {
+    fn new(sign: i64, lines: &Lines) -> Sweep {
+        Sweep {
+            sign,
+            open: vec![None; lines.order.len()],
+            pending: (0..lines.blocks.len() as u32).collect(),
+            asks: Vec::new(),
+            probed: Vec::new(),
+        }
+    }
+
     /// Chooses each unsettled candidate's anchor (each its own in the `last` batch): the first
     /// unsettled candidate of its block, going along the probe, whose probe height lies in its
-    /// window.
+    /// window. Blocks found settled leave `pending`.
     fn plan(&mut self, p: &Probe, last: bool) {
-        let Lines { order, at, blocks } = &p.lines;
+        let Lines {
+            at, window, blocks, ..
+        } = &p.lines;
         self.asks.clear();
         self.probed.clear();
-        for &(b0, b1) in blocks {
-            // The block's unsettled candidates going along the probe: number, probe height,
-            // position.
-            let mut live = [(0u32, 0f32, 0u32); BLOCK];
-            let mut m = 0;
+        // The block's unsettled entries going along the probe (entry, probe height, position),
+        // and the probe each anchor takes once asked for.
+        let mut live: Vec<(u32, f32, u32)> = Vec::with_capacity(BLOCK);
+        let mut probe: Vec<u32> = Vec::with_capacity(BLOCK);
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.retain(|&b| {
+            let (b0, b1) = blocks[b as usize];
+            live.clear();
             for x in 0..b1 - b0 {
                 let s = if self.sign > 0 { b0 + x } else { b1 - 1 - x };
-                let k = order[s];
-                if self.open[k as usize].is_none() {
-                    live[m] = (k, p.window[k as usize][1], at[s]);
-                    m += 1;
+                if self.open[s].is_none() {
+                    live.push((s as u32, window[s][1], at[s]));
                 }
             }
-            let mut probe = [u32::MAX; BLOCK];
-            for x in 0..m {
-                let (k, _, here) = live[x];
-                let [lo, _, hi] = p.window[k as usize];
+            probe.clear();
+            probe.resize(live.len(), u32::MAX);
+            for (x, &(s, _, here)) in live.iter().enumerate() {
+                let [lo, _, hi] = window[s as usize];
                 let y = match last {
                     true => x,
-                    false => (0..x)
-                        .find(|&y| (lo..=hi).contains(&live[y].1))
+                    false => (live[..x].iter())
+                        .position(|l| (lo..=hi).contains(&l.1))
                         .unwrap_or(x),
                 };
                 if probe[y] == u32::MAX {
                     probe[y] = self.probed.len() as u32;
                     self.probed.push(live[y].0);
                 }
-                self.asks.push((k, probe[y], here.abs_diff(live[y].2)));
+                self.asks.push((s, probe[y], here.abs_diff(live[y].2)));
             }
-        }
+            !live.is_empty()
+        });
+        self.pending = pending;
     }
 
-    /// Settles the candidates asked from the probes' `hits` (one per probed candidate).
+    /// Settles the entries asked from the probes' `hits` (one per probed entry).
     fn settle(&mut self, p: &Probe, hits: &[HitRecord]) {
         // Distance between neighbouring pixels of a probe line.
         let step = 5.0 * p.grid.frame.cell;
-        for &(k, j, steps) in &self.asks {
+        for &(s, j, steps) in &self.asks {
             let h = &hits[j as usize];
             let clear = steps as f32 * step * (1.0 + 1e-5) + 1e-3;
             if steps == 0 || is_miss(h) || h.t > clear {
-                self.open[k as usize] = Some(h.back == 0);
+                self.open[s as usize] = Some(h.back == 0);
             }
         }
     }
@@ -750,16 +777,21 @@ fn mark_walls(u: &mut Underlay) -> Result<()> {
     let ground = |y: f32| if y.is_finite() { y } else { f32::INFINITY };
     let fix = "draw a smaller picture";
     let mut rows = limits::vec_filled(w * h, f32::INFINITY, "underlay", fix)?;
-    rows.par_chunks_mut(w).enumerate().for_each(|(r, out)| {
-        let line: Vec<f32> = u.elevation[r * w..][..w]
-            .iter()
-            .map(|&y| ground(y))
-            .collect();
-        for (c, o) in out.iter_mut().enumerate() {
-            let (a, b) = (c.saturating_sub(reach), (c + reach).min(w - 1));
-            *o = line[a..=b].iter().fold(f32::INFINITY, |m, &y| m.min(y));
-        }
-    });
+    rows.par_chunks_mut(w)
+        .zip(u.elevation.par_chunks(w))
+        .for_each_init(Vec::new, |line, (out, elevation)| {
+            line.clear();
+            line.extend(elevation.iter().map(|&y| ground(y)));
+            // The running minimum as the row shifted by up to `reach` each way.
+            for d in 0..=reach.min(w - 1) {
+                for (o, &y) in out.iter_mut().zip(&line[d..]) {
+                    *o = o.min(y);
+                }
+                for (o, &y) in out[d..].iter_mut().zip(line.iter()) {
+                    *o = o.min(y);
+                }
+            }
+        });
     // Columns, walked row by row so every pass reads memory in order.
     let mut low = limits::vec_filled(w * h, f32::INFINITY, "underlay", fix)?;
     low.par_chunks_mut(w).enumerate().for_each(|(r, out)| {

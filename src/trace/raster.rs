@@ -15,9 +15,12 @@
 //! argument of [`super::down`]: triangles flat on the ground never hit a downward ray, wide
 //! ones only rays near their padded ground box, thin ones any ray the leaf admits).
 //!
-//! The cost is one test per pixel under each leaf and per pixel under each triangle: no walk,
-//! no stack, and rows of pixels read in order. Bands of rows run in parallel, each over the
-//! leaves that reach it.
+//! The leaves go highest first, and a pixel's slab test takes its best hit so far as the
+//! limit: a leaf entered beyond it holds no hit that could take its place (every hit lies in a
+//! leaf admitted with any limit at or beyond the hit), so the leaves under a pixel's surface
+//! cost a slab test and none of their triangles is tested. The cost is one test per pixel under
+//! each leaf and per pixel under each triangle above the surface: no walk, no stack, and rows
+//! of pixels read in order. Bands of rows run in parallel, each over the leaves that reach it.
 
 use super::cpu::{hit_record, RayPrep, EDGE_SNAP};
 use super::down::{candidate_pad, flat_on_ground, slab4, DownGrid, DOWN};
@@ -31,9 +34,10 @@ use rayon::prelude::*;
 /// Grid rows a band (one parallel task).
 const BAND: usize = 16;
 
-/// A leaf of a tree: its tier, node and slot, and the pixels (inclusive ranges, a pixel of
-/// slack each side) under its box.
+/// A leaf of a tree: the top of its box, its tier, node and slot, and the pixels (inclusive
+/// ranges, a pixel of slack each side) under its box.
 struct Leaf {
+    top: f32,
     tier: u32,
     node: u32,
     slot: u32,
@@ -90,7 +94,10 @@ pub(super) fn closest_hit_grid<T: Zeroable + Send>(
         floor: grid.floor,
         width,
     };
-    let leaves = leaves(tiers, &px);
+    let mut leaves = leaves(tiers, &px);
+    // Highest first: the rays go down, so the leaves met first come first and leaves below a
+    // pixel's hit are dropped by the slab test before any of their triangles is tested.
+    leaves.sort_by(|a, b| b.top.total_cmp(&a.top));
     // The leaves that reach each band.
     let mut bins: Vec<Vec<u32>> = vec![Vec::new(); rows.div_ceil(BAND)];
     for (k, leaf) in leaves.iter().enumerate() {
@@ -128,6 +135,7 @@ fn leaves(tiers: &[&Tier], px: &Pixels) -> Vec<Leaf> {
                 let rows = Pixels::span(&px.zs, b[4][s], b[5][s]);
                 if let (Some(cols), Some(rows)) = (cols, rows) {
                     out.push(Leaf {
+                        top: b[3][s],
                         tier: t as u32,
                         node: n as u32,
                         slot: s as u32,
@@ -248,8 +256,11 @@ impl Band {
                     Vec4::from_slice(&self.oy[k..k + 4]),
                     Vec4::splat(px.zs[r]),
                 ];
-                let t_max = Vec4::from_slice(&self.t_max[k..k + 4]);
-                let m = slab4(tp, &node.bounds, s, o, t_max) & live.bitmask() & inside;
+                // A leaf entered beyond a pixel's best hit so far holds no hit that could take
+                // its place (the argument above, with the best hit's distance as the limit).
+                let limit = Vec4::from_slice(&self.t_max[k..k + 4])
+                    .min(Vec4::from_slice(&self.best_t[k..k + 4]));
+                let m = slab4(tp, &node.bounds, s, o, limit) & live.bitmask() & inside;
                 any |= m;
                 self.admitted.push(m);
                 c += 4;
