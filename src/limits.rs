@@ -105,7 +105,31 @@ pub fn vec_with_capacity<T>(len: usize, what: &str, fix: &str) -> Result<Vec<T>>
         available: available_memory().unwrap_or(0),
         fix: fix.to_string(),
     })?;
+    advise_huge_pages(&mut v);
     Ok(v)
+}
+
+/// Asks the kernel to back the allocation of `v` with huge pages where it spans whole 2 MiB
+/// pages, before its first write (Linux's transparent huge pages, where the system grants them on request):
+/// the first writes to a fresh buffer of many megabytes then fault once every 2 MiB instead
+/// of every 4 KiB (on the two-core development machine, a guest whose faults are dear, page
+/// faults were a quarter of the underlay's time). Advice only: refused, it changes nothing.
+pub fn advise_huge_pages<T>(v: &mut Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let size = std::mem::size_of::<T>();
+        let start = v.as_mut_ptr() as usize;
+        let end = start + v.capacity() * size;
+        let (a, b) = (start.next_multiple_of(HUGE), end / HUGE * HUGE);
+        if b > a {
+            // SAFETY: `a..b` lies within this vector's allocation, and the advice changes
+            // neither its contents nor its mapping's permissions, only how pages are backed.
+            unsafe { libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_HUGEPAGE) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
 }
 
 /// Cells of a grid covering `extent` (metres, per axis) at `cell` metres, checked against

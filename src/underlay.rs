@@ -494,6 +494,8 @@ fn probe_height(underside: f32, y: f32) -> f32 {
 /// along [`SIDEWAYS`]; `at` holds each entry's position along its line and `window` its
 /// candidate's window (entries in `order` are read in turn, not candidates at random);
 /// `blocks` are the ranges of `order` on one line within one run of [`BLOCK`] positions.
+/// Lines are cut at every [`BLOCK`] positions (`3 * BLOCK` rows): each such stripe of rows
+/// is sorted on its own, in parallel and within a cache's reach.
 struct Lines {
     order: Vec<u32>,
     at: Vec<u32>,
@@ -502,54 +504,75 @@ struct Lines {
 }
 
 impl Lines {
-    /// Pixel `(c, r)` lies on the line of `(c + 4, r + 3)`, at position `r / 3`: a counting
-    /// sort of the candidates (row-major, so each line comes out in order) by line.
+    /// Pixel `(c, r)` lies on the line of `(c + 4, r + 3)`, at position `r / 3`.
     fn new(candidates: &[usize], window: &[[f32; 3]], width: usize, rows: usize) -> Lines {
-        // Keeps `c - 4 (r / 3)` from going below zero.
-        let shift = 4 * (rows / 3);
-        let span = width + shift;
-        // Each candidate's line and position.
-        let (line, at): (Vec<u32>, Vec<u32>) = (candidates.par_iter())
-            .map(|&i| {
-                let (c, r) = (i % width, i / width);
-                (
-                    ((r % 3) * span + c + shift - 4 * (r / 3)) as u32,
-                    (r / 3) as u32,
-                )
+        let m = candidates.len();
+        let mut out = Lines {
+            order: vec![0; m],
+            at: vec![0; m],
+            window: vec![[0.0; 3]; m],
+            blocks: Vec::new(),
+        };
+        // Each stripe's entries are its candidates, so it fills their range of the lists.
+        let stripe = 3 * BLOCK;
+        let mut parts = Vec::new();
+        let (mut order, mut at, mut win) =
+            (&mut out.order[..], &mut out.at[..], &mut out.window[..]);
+        let mut k0 = 0;
+        for j in 0..rows.div_ceil(stripe) {
+            let k1 = candidates.partition_point(|&i| i < (j + 1) * stripe * width);
+            let (o, rest_o) = std::mem::take(&mut order).split_at_mut(k1 - k0);
+            let (a, rest_a) = std::mem::take(&mut at).split_at_mut(k1 - k0);
+            let (w, rest_w) = std::mem::take(&mut win).split_at_mut(k1 - k0);
+            parts.push((k0..k1, o, a, w));
+            (order, at, win, k0) = (rest_o, rest_a, rest_w, k1);
+        }
+        let blocks: Vec<Vec<(usize, usize)>> = (parts.into_par_iter())
+            .map(|(ks, o, a, w)| {
+                let k0 = ks.start;
+                stripe_lines((&candidates[ks.clone()], &window[ks], k0), width, (o, a, w))
             })
-            .unzip();
-        let mut start = vec![0u32; 3 * span + 1];
-        for &l in &line {
-            start[l as usize + 1] += 1;
-        }
-        for l in 1..start.len() {
-            start[l] += start[l - 1];
-        }
-        let mut order = vec![0u32; candidates.len()];
-        for (k, &l) in line.iter().enumerate() {
-            order[start[l as usize] as usize] = k as u32;
-            start[l as usize] += 1;
-        }
-        let at: Vec<u32> = order.iter().map(|&k| at[k as usize]).collect();
-        let window = order.iter().map(|&k| window[k as usize]).collect();
-        let mut blocks = Vec::new();
-        let mut first = 0;
-        for s in 1..=order.len() {
-            if s == order.len()
-                || line[order[s] as usize] != line[order[s - 1] as usize]
-                || at[s] as usize / BLOCK != at[s - 1] as usize / BLOCK
-            {
-                blocks.push((first, s));
-                first = s;
-            }
-        }
-        Lines {
-            order,
-            at,
-            window,
-            blocks,
-        }
+            .collect();
+        out.blocks = blocks.concat();
+        out
     }
+}
+
+/// The lines of one stripe of `3 * BLOCK` rows ([`Lines::new`]): its candidates, numbers `k0..`
+/// (row-major, so each line comes out in order), by a counting sort by line into their range
+/// of the lists (`order`, `at`, `window`); each line is one block, whose range it returns.
+fn stripe_lines(
+    (candidates, window, k0): (&[usize], &[[f32; 3]], usize),
+    width: usize,
+    (order, at, win): (&mut [u32], &mut [u32], &mut [[f32; 3]]),
+) -> Vec<(usize, usize)> {
+    // A line's place within the stripe: `c - 4 (r / 3)`, kept from going below zero.
+    let span = width + 4 * BLOCK;
+    let place = |i: usize| {
+        let (c, r) = (i % width, i / width);
+        (r % 3) * span + c + 4 * (BLOCK - 1) - 4 * (r / 3 % BLOCK)
+    };
+    let mut start = vec![0u32; 3 * span + 1];
+    for &i in candidates {
+        start[place(i) + 1] += 1;
+    }
+    let mut blocks = Vec::new();
+    for l in 1..start.len() {
+        if start[l] > 0 {
+            let first = k0 + start[l - 1] as usize;
+            blocks.push((first, first + start[l] as usize));
+        }
+        start[l] += start[l - 1];
+    }
+    for (k, (&i, w)) in candidates.iter().zip(window).enumerate() {
+        let s = &mut start[place(i)];
+        let e = *s as usize;
+        *s += 1;
+        order[e] = (k0 + k) as u32;
+        at[e] = (i / width / 3) as u32;
+        win[e] = *w;
+    }
+    blocks
 }
 
 /// The sideways probes over a grid's candidate pixels (`candidates`), in probe-line order

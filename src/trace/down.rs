@@ -95,6 +95,7 @@ pub fn closest_hit_down(tiers: &[&Tier], rays: &[Ray], width: usize, mask: u32) 
     }
     // Every cell is written below; zeroed memory comes from the system without a pass over it.
     let mut out: Vec<HitRecord> = bytemuck::zeroed_vec(rays.len());
+    crate::limits::advise_huge_pages(&mut out);
     // The lowest box bottom in any tree: bounds how deep below an origin a slab test can reach.
     let floor = tiers
         .iter()

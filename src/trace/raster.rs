@@ -108,6 +108,7 @@ pub(super) fn closest_hit_grid<T: Zeroable + Send>(
     let template = RayPrep::new(Vec3::ZERO, Vec3::from(DOWN));
     // Zeroed memory: each band's thread is the first to touch its pages.
     let mut out: Vec<T> = bytemuck::zeroed_vec(n);
+    crate::limits::advise_huge_pages(&mut out);
     out.par_chunks_mut(BAND * width)
         .zip(&bins)
         .enumerate()
