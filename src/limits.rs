@@ -110,10 +110,11 @@ pub fn vec_with_capacity<T>(len: usize, what: &str, fix: &str) -> Result<Vec<T>>
 }
 
 /// Asks the kernel to back the allocation of `v` with huge pages where it spans whole 2 MiB
-/// pages, before its first write (Linux's transparent huge pages, where the system grants them on request):
-/// the first writes to a fresh buffer of many megabytes then fault once every 2 MiB instead
-/// of every 4 KiB (on the two-core development machine, a guest whose faults are dear, page
-/// faults were a quarter of the underlay's time). Advice only: refused, it changes nothing.
+/// pages, before its first write (Linux's transparent huge pages, where the system grants
+/// them on request): the first writes to a fresh buffer of many megabytes then fault once
+/// every 2 MiB instead of every 4 KiB (on the two-core development machine, a guest whose
+/// faults are dear, page faults were a quarter of the underlay's time). Advice only:
+/// refused, it changes nothing.
 pub fn advise_huge_pages<T>(v: &mut Vec<T>) {
     #[cfg(target_os = "linux")]
     {
