@@ -685,9 +685,9 @@ impl Sweep {
         } = &p.lines;
         self.asks.clear();
         self.probed.clear();
-        // The block's unsettled entries going along the probe (entry, probe height, position),
-        // and the probe each anchor takes once asked for.
-        let mut live: Vec<(u32, f32, u32)> = Vec::with_capacity(BLOCK);
+        // The block's unsettled entries going along the probe, and the probe each anchor
+        // takes once asked for.
+        let mut live: Vec<usize> = Vec::with_capacity(BLOCK);
         let mut probe: Vec<u32> = Vec::with_capacity(BLOCK);
         let mut pending = std::mem::take(&mut self.pending);
         pending.retain(|&b| {
@@ -696,24 +696,25 @@ impl Sweep {
             for x in 0..b1 - b0 {
                 let s = if self.sign > 0 { b0 + x } else { b1 - 1 - x };
                 if self.open[s].is_none() {
-                    live.push((s as u32, window[s][1], at[s]));
+                    live.push(s);
                 }
             }
             probe.clear();
             probe.resize(live.len(), u32::MAX);
-            for (x, &(s, _, here)) in live.iter().enumerate() {
-                let [lo, _, hi] = window[s as usize];
+            for (x, &s) in live.iter().enumerate() {
+                let [lo, _, hi] = window[s];
                 let y = match last {
                     true => x,
                     false => (live[..x].iter())
-                        .position(|l| (lo..=hi).contains(&l.1))
+                        .position(|&a| (lo..=hi).contains(&window[a][1]))
                         .unwrap_or(x),
                 };
                 if probe[y] == u32::MAX {
                     probe[y] = self.probed.len() as u32;
-                    self.probed.push(live[y].0);
+                    self.probed.push(live[y] as u32);
                 }
-                self.asks.push((s, probe[y], here.abs_diff(live[y].2)));
+                self.asks
+                    .push((s as u32, probe[y], at[s].abs_diff(at[live[y]])));
             }
             !live.is_empty()
         });
