@@ -199,20 +199,29 @@ impl WalkSurface {
     #[must_use]
     pub fn walk(&self, from: u32, to: Vec2) -> Walk {
         let start = self.fine.column_of(from);
-        let d = self.column(to) - start;
-        let (sx, sz) = (d.x.signum(), d.y.signum());
-        let (nx, nz) = (d.x.abs(), d.y.abs());
-        let w = self.fine.width as i32;
-        let (x_dir, z_dir) = (if sx > 0 { 0 } else { 1 }, if sz > 0 { 2 } else { 3 });
+        let goal = self.column(to);
+        let (dx, dz) = (
+            i64::from(goal.x) - i64::from(start.x),
+            i64::from(goal.y) - i64::from(start.y),
+        );
+        let (nx, nz) = (dx.unsigned_abs(), dz.unsigned_abs());
+        let w = self.fine.width as i64;
+        // A step along x or z: its link direction and the column index's change.
+        let x_step = (if dx > 0 { 0 } else { 1 }, dx.signum());
+        let z_step = (if dz > 0 { 2 } else { 3 }, dz.signum() * w);
+        // The line leaves its column across x at (2 ix + 1) / (2 nx) of the way and across z at
+        // (2 iz + 1) / (2 nz): cross-multiplied, `tx = (2 ix + 1) nz` against `tz = (2 iz + 1)
+        // nx`, x first on a tie, kept by additions. Columns stay inside the grid (its edge
+        // columns have no level bit or link leading out), so these stay far below `u64::MAX`.
+        let (mut tx, mut tz) = (nz, nx);
+        let (mut ix, mut iz) = (0, 0);
         // The column (row-major) and, where `known`, its place; over level steps only the
         // place's rank in its column is kept, and the place is read back where they end.
-        let (mut k, mut cur, mut known, mut rank) = (start.y * w + start.x, from, true, 0);
-        let (mut ix, mut iz) = (0, 0);
+        let (mut k, mut cur, mut known, mut rank) =
+            (i64::from(start.y) * w + i64::from(start.x), from, true, 0);
         while ix < nx || iz < nz {
-            let tx = if ix < nx { (2 * ix + 1) * nz } else { i32::MAX };
-            let tz = if iz < nz { (2 * iz + 1) * nx } else { i32::MAX };
-            let along_x = tx <= tz;
-            let dir = if along_x { x_dir } else { z_dir };
+            let along_x = ix < nx && (iz >= nz || tx <= tz);
+            let (dir, dk) = if along_x { x_step } else { z_step };
             if self.level[k as usize] & (1 << dir) != 0 {
                 if known {
                     rank = cur - self.fine.first_in(k as usize);
@@ -229,21 +238,23 @@ impl WalkSurface {
                 }
                 cur = q;
             }
+            k += dk;
             if along_x {
                 ix += 1;
-                k += sx;
+                tx += 2 * nz;
             } else {
                 iz += 1;
-                k += sz * w;
+                tz += 2 * nx;
             }
         }
         if !known {
             cur = self.fine.first_in(k as usize) + rank;
         }
+        let clamp = |n: u64| n.min(u64::from(u32::MAX)) as u32;
         Walk {
             end: cur,
-            steps: (ix + iz) as u32,
-            total: (nx + nz) as u32,
+            steps: clamp(ix + iz),
+            total: clamp(nx + nz),
         }
     }
 }

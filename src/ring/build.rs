@@ -97,6 +97,8 @@ pub(super) struct Builder {
     /// Places of the annotations, found up front.
     annotation_places: Vec<u32>,
     slots: Vec<Slot>,
+    /// Per slot of a ring, `k = 0..=per_ring`, the unit vector towards its spots.
+    bearings: Vec<Vec2>,
     edges: Vec<[u32; 2]>,
     taken: FxHashMap<u32, u32>,
     task: usize,
@@ -161,7 +163,11 @@ impl Builder {
         ];
         slots[0].place = Some(centre);
         slots[0].kind = NodeKind::Centre;
-        let mut taken = FxHashMap::default();
+        // Every slot and annotation may hold a place (passage nodes, fewer, may grow it).
+        let mut taken = FxHashMap::with_capacity_and_hasher(
+            slots.len() + design.annotations.len(),
+            Default::default(),
+        );
         taken.insert(centre, 0);
         Ok(Builder {
             params: *params,
@@ -169,6 +175,12 @@ impl Builder {
             design: design.clone(),
             annotation_places,
             slots,
+            bearings: (0..=params.per_ring)
+                .map(|k| {
+                    let a = std::f32::consts::TAU * k as f32 / params.per_ring as f32;
+                    Vec2::new(a.cos(), a.sin())
+                })
+                .collect(),
             edges: Vec::with_capacity(2 * generated as usize + 64),
             taken,
             task: 0,
@@ -227,8 +239,7 @@ impl Builder {
 
     fn spot(&self, ring: u32, k: u32) -> Vec2 {
         let r = self.params.radius * ring as f32 / self.params.rings as f32;
-        let a = std::f32::consts::TAU * k as f32 / self.params.per_ring as f32;
-        self.at + r * Vec2::new(a.cos(), a.sin())
+        self.at + r * self.bearings[k as usize]
     }
 
     fn pos(&self, surface: &WalkSurface, s: u32) -> Option<Vec3> {

@@ -118,6 +118,7 @@ impl Incremental {
             0,
             &s.sight,
             0,
+            super::score::distances(&s.graph),
         );
         self.result = Some((s.graph, scores));
         Ok(true)

@@ -547,7 +547,7 @@ impl Plan {
     }
 
     /// Scores from the traced bits (`fire` and `sight` hold this plan's segments from
-    /// `fire_at` and `sight_at`).
+    /// `fire_at` and `sight_at`) and the walking distances ([`distances`]).
     #[allow(clippy::too_many_arguments)]
     pub fn evaluate(
         &self,
@@ -558,6 +558,7 @@ impl Plan {
         fire_at: usize,
         sight: &Occlusion,
         sight_at: usize,
+        move_distance: Vec<f32>,
     ) -> Scores {
         let n = graph.len();
         let open = |ix: u32| ix == NO_RAY || !fire.get(fire_at + ix as usize);
@@ -575,7 +576,6 @@ impl Plan {
                 }
             }
         }
-        let move_distance = distances(graph);
         let raw = |c: Criterion| -> Vec<f32> {
             let nodes = graph.nodes();
             match c {
@@ -689,12 +689,18 @@ pub fn score_batch(
         fire.extend_from_slice(&p.fire);
         sight.extend_from_slice(&p.sight);
     }
-    let bits = engine.occluded_many(scene, &[(&fire, Mask::FIRE), (&sight, Mask::SIGHT)])?;
+    // The walking distances need no rays: found while the rays are traced.
+    let (bits, dists) = rayon::join(
+        || engine.occluded_many(scene, &[(&fire, Mask::FIRE), (&sight, Mask::SIGHT)]),
+        || items.iter().map(|(g, _)| distances(g)).collect::<Vec<_>>(),
+    );
+    let bits = bits?;
     Ok(plans
         .iter()
         .zip(items)
         .zip(at)
-        .map(|((p, (g, s)), (fa, sa))| p.evaluate(g, s, score, &bits[0], fa, &bits[1], sa))
+        .zip(dists)
+        .map(|(((p, (g, s)), (fa, sa)), d)| p.evaluate(g, s, score, &bits[0], fa, &bits[1], sa, d))
         .collect())
 }
 
