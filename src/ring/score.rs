@@ -656,6 +656,9 @@ pub(super) fn distances(graph: &RingGraph) -> Vec<f32> {
     dist
 }
 
+/// Rays of a scoring batch from which the walking distances are found beside the tracing.
+const JOIN_FROM_RAYS: usize = 2048;
+
 /// Scores many graphs, each in its own situation, with one score expression: every ray of
 /// every graph goes to `engine` at once (one submission on the GPU, one call per mask on the
 /// CPU). Both backends give the same scores.
@@ -689,11 +692,15 @@ pub fn score_batch(
         fire.extend_from_slice(&p.fire);
         sight.extend_from_slice(&p.sight);
     }
-    // The walking distances need no rays: found while the rays are traced.
-    let (bits, dists) = rayon::join(
-        || engine.occluded_many(scene, &[(&fire, Mask::FIRE), (&sight, Mask::SIGHT)]),
-        || items.iter().map(|(g, _)| distances(g)).collect::<Vec<_>>(),
-    );
+    // The walking distances need no rays: found while the rays are traced, where there are
+    // enough rays to be worth a hand-over to the thread pool.
+    let trace = || engine.occluded_many(scene, &[(&fire, Mask::FIRE), (&sight, Mask::SIGHT)]);
+    let walk = || items.iter().map(|(g, _)| distances(g)).collect::<Vec<_>>();
+    let (bits, dists) = if fire.len() + sight.len() >= JOIN_FROM_RAYS {
+        rayon::join(trace, walk)
+    } else {
+        (trace(), walk())
+    };
     let bits = bits?;
     Ok(plans
         .iter()
