@@ -78,6 +78,16 @@ impl BuildReport {
     }
 }
 
+/// The unit vectors towards a ring's spots, `k = 0..=per_ring` (the last one closes the ring).
+fn bearings(per_ring: u32) -> Vec<Vec2> {
+    (0..=per_ring)
+        .map(|k| {
+            let a = std::f32::consts::TAU * k as f32 / per_ring as f32;
+            Vec2::new(a.cos(), a.sin())
+        })
+        .collect()
+}
+
 #[derive(Clone, Copy)]
 struct Slot {
     place: Option<u32>,
@@ -175,12 +185,7 @@ impl Builder {
             design: design.clone(),
             annotation_places,
             slots,
-            bearings: (0..=params.per_ring)
-                .map(|k| {
-                    let a = std::f32::consts::TAU * k as f32 / params.per_ring as f32;
-                    Vec2::new(a.cos(), a.sin())
-                })
-                .collect(),
+            bearings: bearings(params.per_ring),
             edges: Vec::with_capacity(2 * generated as usize + 64),
             taken,
             task: 0,
